@@ -1,0 +1,127 @@
+#include "core/dtype.h"
+
+#include "core/check.h"
+
+namespace lmrun {
+
+size_t dtype_size_bytes(DType dtype) {
+    switch (dtype) {
+        case DType::F32: return 4;
+        case DType::BF16: return 2;
+        case DType::F16: return 2;
+        case DType::I32: return 4;
+        case DType::I64: return 8;
+    }
+    return 0;
+}
+
+std::string_view dtype_name(DType dtype) {
+    switch (dtype) {
+        case DType::F32: return "F32";
+        case DType::BF16: return "BF16";
+        case DType::F16: return "F16";
+        case DType::I32: return "I32";
+        case DType::I64: return "I64";
+    }
+    return "?";
+}
+
+std::optional<DType> parse_dtype(std::string_view name) {
+    if (name == "F32" || name == "float32" || name == "float") return DType::F32;
+    if (name == "BF16" || name == "bfloat16") return DType::BF16;
+    if (name == "F16" || name == "float16" || name == "half") return DType::F16;
+    if (name == "I32" || name == "int32") return DType::I32;
+    if (name == "I64" || name == "int64") return DType::I64;
+    return std::nullopt;
+}
+
+float f16_to_f32(uint16_t bits) {
+    uint32_t sign = uint32_t(bits & 0x8000) << 16;
+    uint32_t exponent = (bits >> 10) & 0x1f;
+    uint32_t mantissa = bits & 0x3ff;
+    uint32_t out;
+    if (exponent == 0) {
+        if (mantissa == 0) {
+            out = sign;
+        } else {  // subnormal: renormalize
+            exponent = 127 - 15 + 1;
+            while (!(mantissa & 0x400)) {
+                mantissa <<= 1;
+                --exponent;
+            }
+            mantissa &= 0x3ff;
+            out = sign | (exponent << 23) | (mantissa << 13);
+        }
+    } else if (exponent == 0x1f) {
+        out = sign | 0x7f800000u | (mantissa << 13);
+    } else {
+        out = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
+    }
+    float value;
+    std::memcpy(&value, &out, sizeof(value));
+    return value;
+}
+
+uint16_t f32_to_f16(float value) {
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof(bits));
+    uint32_t sign = (bits >> 16) & 0x8000;
+    int32_t exponent = int32_t((bits >> 23) & 0xff) - 127 + 15;
+    uint32_t mantissa = bits & 0x7fffff;
+    if (((bits >> 23) & 0xff) == 0xff) return uint16_t(sign | 0x7c00 | (mantissa ? 0x200 : 0));
+    if (exponent >= 0x1f) return uint16_t(sign | 0x7c00);
+    if (exponent <= 0) {
+        if (exponent < -10) return uint16_t(sign);
+        mantissa |= 0x800000;
+        uint32_t shift = uint32_t(14 - exponent);
+        uint32_t half = mantissa >> shift;
+        uint32_t remainder = mantissa & ((1u << shift) - 1);
+        uint32_t halfway = 1u << (shift - 1);
+        if (remainder > halfway || (remainder == halfway && (half & 1))) ++half;
+        return uint16_t(sign | half);
+    }
+    uint32_t half = sign | (uint32_t(exponent) << 10) | (mantissa >> 13);
+    uint32_t remainder = mantissa & 0x1fff;
+    if (remainder > 0x1000 || (remainder == 0x1000 && (half & 1))) ++half;
+    return uint16_t(half);
+}
+
+void convert_to_f32(const void* src, DType src_dtype, float* dst, size_t count) {
+    switch (src_dtype) {
+        case DType::F32: std::memcpy(dst, src, count * sizeof(float)); return;
+        case DType::BF16: {
+            const auto* in = static_cast<const uint16_t*>(src);
+            for (size_t i = 0; i < count; ++i) dst[i] = bf16_to_f32(in[i]);
+            return;
+        }
+        case DType::F16: {
+            const auto* in = static_cast<const uint16_t*>(src);
+            for (size_t i = 0; i < count; ++i) dst[i] = f16_to_f32(in[i]);
+            return;
+        }
+        case DType::I32:
+        case DType::I64: break;
+    }
+    LMRUN_CHECK(false, "convert_to_f32: %s is not a float type", dtype_name(src_dtype).data());
+}
+
+void convert_from_f32(const float* src, void* dst, DType dst_dtype, size_t count) {
+    switch (dst_dtype) {
+        case DType::F32: std::memcpy(dst, src, count * sizeof(float)); return;
+        case DType::BF16: {
+            auto* out = static_cast<uint16_t*>(dst);
+            for (size_t i = 0; i < count; ++i) out[i] = f32_to_bf16(src[i]);
+            return;
+        }
+        case DType::F16: {
+            auto* out = static_cast<uint16_t*>(dst);
+            for (size_t i = 0; i < count; ++i) out[i] = f32_to_f16(src[i]);
+            return;
+        }
+        case DType::I32:
+        case DType::I64: break;
+    }
+    LMRUN_CHECK(false, "convert_from_f32: %s is not a float type", dtype_name(dst_dtype).data());
+}
+
+}  // namespace lmrun

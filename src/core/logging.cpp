@@ -1,0 +1,39 @@
+#include "core/logging.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace lmrun {
+namespace {
+
+LogLevel level_from_env() {
+    const char* text = std::getenv("LMRUN_LOG_LEVEL");
+    if (!text) return LogLevel::Info;
+    if (std::strcmp(text, "debug") == 0) return LogLevel::Debug;
+    if (std::strcmp(text, "warn") == 0) return LogLevel::Warn;
+    if (std::strcmp(text, "error") == 0) return LogLevel::Error;
+    return LogLevel::Info;
+}
+
+std::atomic<LogLevel>& level_storage() {
+    static std::atomic<LogLevel> level{level_from_env()};
+    return level;
+}
+
+}  // namespace
+
+LogLevel log_level() { return level_storage().load(std::memory_order_relaxed); }
+void set_log_level(LogLevel level) { level_storage().store(level); }
+
+void log_line(LogLevel level, const std::string& message) {
+    static std::mutex mutex;
+    const char* tag = level == LogLevel::Debug ? "DEBUG" : level == LogLevel::Info ? "INFO"
+                      : level == LogLevel::Warn  ? "WARN"
+                                                 : "ERROR";
+    std::lock_guard<std::mutex> lock(mutex);
+    std::fprintf(stderr, "lmrun %s %s\n", tag, message.c_str());
+}
+
+}  // namespace lmrun

@@ -1,0 +1,40 @@
+#include "core/mmap_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace lmrun {
+
+Result<std::shared_ptr<MmapFile>> MmapFile::open(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return make_error("{}: cannot open: {}", path, std::strerror(errno));
+    struct stat info {};
+    if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+        ::close(fd);
+        return make_error("{}: not a regular file", path);
+    }
+    std::shared_ptr<MmapFile> file(new MmapFile());
+    file->path_ = path;
+    file->size_bytes_ = size_t(info.st_size);
+    if (file->size_bytes_ > 0) {
+        void* mapped = mmap(nullptr, file->size_bytes_, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (mapped == MAP_FAILED) {
+            ::close(fd);
+            return make_error("{}: mmap failed: {}", path, std::strerror(errno));
+        }
+        file->data_ = static_cast<const unsigned char*>(mapped);
+    }
+    ::close(fd);
+    return file;
+}
+
+MmapFile::~MmapFile() {
+    if (data_) munmap(const_cast<unsigned char*>(data_), size_bytes_);
+}
+
+}  // namespace lmrun

@@ -1,0 +1,30 @@
+// Threading: one OpenMP team, shared with oneDNN (which Debian builds against
+// libgomp), so our loops and its GEMMs never oversubscribe the cores.
+// configure_threads() pins the team to cores once, before the first parallel region.
+#pragma once
+
+#include <omp.h>
+
+#include <cstdint>
+
+namespace lmrun {
+
+// Sets the number of threads (0 = one per available core) and binds them to cores.
+void configure_threads(int num_threads);
+int num_threads();
+
+// Splits [0, count) into contiguous chunks, one per thread; fn(begin, end).
+template <typename Fn>
+void parallel_for(int64_t count, Fn&& fn) {
+    if (count <= 0) return;
+#pragma omp parallel
+    {
+        int64_t threads = omp_get_num_threads();
+        int64_t thread = omp_get_thread_num();
+        int64_t begin = count * thread / threads;
+        int64_t end = count * (thread + 1) / threads;
+        if (begin < end) fn(begin, end);
+    }
+}
+
+}  // namespace lmrun

@@ -1,0 +1,78 @@
+// Errors as values at the library's boundaries (user input, files, requests).
+// A Result<T> holds either a T or an Error whose message names the file or field
+// at fault. Internal invariants use LMRUN_CHECK (check.h) instead.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+#include <fmt/format.h>
+
+namespace lmrun {
+
+struct Error {
+    std::string message;
+};
+
+template <typename... Args>
+Error make_error(fmt::format_string<Args...> format, Args&&... args) {
+    return Error{fmt::format(format, std::forward<Args>(args)...)};
+}
+
+template <typename T>
+class [[nodiscard]] Result {
+public:
+    Result(T value) : storage_(std::move(value)) {}
+    Result(Error error) : storage_(std::move(error)) {}
+
+    bool ok() const { return std::holds_alternative<T>(storage_); }
+    explicit operator bool() const { return ok(); }
+
+    T& value() & { return std::get<T>(storage_); }
+    const T& value() const& { return std::get<T>(storage_); }
+    T&& value() && { return std::get<T>(std::move(storage_)); }
+    T* operator->() { return &value(); }
+    const T* operator->() const { return &value(); }
+    T& operator*() { return value(); }
+
+    const Error& error() const { return std::get<Error>(storage_); }
+
+private:
+    std::variant<T, Error> storage_;
+};
+
+template <>
+class [[nodiscard]] Result<void> {
+public:
+    Result() = default;
+    Result(Error error) : error_(std::move(error)), ok_(false) {}
+
+    bool ok() const { return ok_; }
+    explicit operator bool() const { return ok_; }
+    const Error& error() const { return error_; }
+
+private:
+    Error error_;
+    bool ok_ = true;
+};
+
+using Status = Result<void>;
+
+inline Status ok_status() { return Status(); }
+
+}  // namespace lmrun
+
+// Propagates the error of a Result-returning expression; binds its value otherwise.
+#define LMRUN_CONCAT_INNER(a, b) a##b
+#define LMRUN_CONCAT(a, b) LMRUN_CONCAT_INNER(a, b)
+#define LMRUN_ASSIGN_OR_RETURN(lhs, expr) LMRUN_ASSIGN_OR_RETURN_IMPL(LMRUN_CONCAT(result_, __LINE__), lhs, expr)
+#define LMRUN_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
+    auto tmp = (expr);                              \
+    if (!tmp.ok()) return tmp.error();              \
+    lhs = std::move(tmp).value()
+#define LMRUN_RETURN_IF_ERROR(expr)                        \
+    do {                                                   \
+        auto status_ = (expr);                             \
+        if (!status_.ok()) return status_.error();         \
+    } while (0)
