@@ -1,0 +1,40 @@
+#include "engine/kv_cache.h"
+
+#include <sys/mman.h>
+
+#include "core/check.h"
+
+namespace lmrun {
+
+int64_t KvCacheShape::bytes_per_block() const {
+    return 2 * num_layers * block_size * num_kv_heads * head_dim * int64_t(dtype_size_bytes(dtype));
+}
+
+KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
+    arena_bytes_ = size_t(shape.total_bytes());
+    if (arena_bytes_ > 0) {
+        arena_ = mmap(nullptr, arena_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+                      0);
+        LMRUN_CHECK(arena_ != MAP_FAILED, "cannot map a KV cache of %zu bytes", arena_bytes_);
+    }
+    const int64_t layer_bytes = shape.num_blocks * shape.block_size * shape.num_kv_heads * shape.head_dim *
+                                int64_t(dtype_size_bytes(shape.dtype));
+    auto* base = static_cast<char*>(arena_);
+    for (int64_t layer = 0; layer < shape.num_layers; ++layer) {
+        kernels::KvCacheLayer view{};
+        view.k = base + layer * layer_bytes;
+        view.v = base + (shape.num_layers + layer) * layer_bytes;
+        view.dtype = shape.dtype;
+        view.num_blocks = shape.num_blocks;
+        view.block_size = shape.block_size;
+        view.num_kv_heads = shape.num_kv_heads;
+        view.head_dim = shape.head_dim;
+        layers_.push_back(view);
+    }
+}
+
+KvCache::~KvCache() {
+    if (arena_) munmap(arena_, arena_bytes_);
+}
+
+}  // namespace lmrun

@@ -1,0 +1,108 @@
+// The ModelRunner decides HOW a scheduled step runs (nano-vLLM's model_runner):
+// it turns a batch of sequences into input_ids, positions, cu_seqlens,
+// slot_mapping, block_tables and context_lens, runs the model over the paged KV
+// cache, computes logits for the last position of each sequence that samples,
+// and samples one token for each.
+//
+// Decode-only steps are padded to a batch-size bucket (1, 2, 4, 8, 16, 32, ...)
+// and replayed from a DecodePlan whose input buffers were allocated, and whose
+// kernels were warmed, at start-up: a decode step allocates nothing.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/result.h"
+#include "engine/kv_cache.h"
+#include "engine/sampler.h"
+#include "model/causal_lm.h"
+
+namespace lmrun {
+
+struct ModelRunnerConfig {
+    int64_t max_num_seqs = 64;
+    int64_t max_num_batched_tokens = 2048;
+    int64_t max_model_len = 0;               // 0 = the model's max_position_embeddings
+    int64_t block_size = 256;
+    int64_t kv_cache_memory_bytes = 0;       // > 0: exact KV budget
+    double kv_cache_memory_fraction = 0.4;   // else: this fraction of available RAM after warm-up
+    bool use_decode_plans = true;            // false: run decode steps like prefill (for comparison tests)
+};
+
+// One sequence of a step, as the runner needs it.
+struct RunnerSequence {
+    std::span<const int32_t> token_ids;    // every token known so far
+    std::span<const int32_t> block_table;  // KV blocks covering at least num_computed + num_new tokens
+    int64_t num_computed_tokens = 0;       // KV already in the cache
+    int64_t num_new_tokens = 0;            // compute token_ids[num_computed, num_computed + num_new)
+    bool sample = true;                    // produce a token (false for a non-final prefill chunk)
+    SamplingInputs sampling;
+};
+
+// Input buffers of one step shape, allocated once.
+struct StepInputs {
+    StepInputs(int64_t max_tokens, int64_t max_seqs, int64_t max_blocks_per_seq);
+    std::vector<int32_t> input_ids, positions, slot_mapping;
+    std::vector<int32_t> cu_seqlens_q, cu_seqlens_k, context_lens, block_tables;
+    std::vector<int32_t> logit_rows;
+};
+
+struct DecodePlan {
+    int64_t batch_size;
+    StepInputs inputs;
+};
+
+class ModelRunner {
+public:
+    static Result<std::unique_ptr<ModelRunner>> create(std::unique_ptr<CausalLM> model,
+                                                       const ModelRunnerConfig& config);
+
+    // Runs one step. Returns one result per sequence with sample == true, in order; the span
+    // stays valid until the next call.
+    std::span<const SampleResult> run(std::span<const RunnerSequence> seqs);
+    // Logits of the last step's sampled rows ([num_sampled, vocab]), before sampling altered them
+    // only if `keep_logits` was set; for tests and debugging.
+    void set_keep_logits(bool keep) { keep_logits_ = keep; }
+    std::span<const float> last_logits() const { return kept_logits_; }
+
+    // Logits at chosen rows of one sequence's new tokens (rows index into its num_new_tokens),
+    // [rows, vocab]; at most max_num_seqs rows. For tests that compare every position.
+    std::span<const float> compute_logits_at(const RunnerSequence& seq, std::span<const int32_t> rows);
+
+    const CausalLM& model() const { return *model_; }
+    const ModelRunnerConfig& config() const { return config_; }
+    int64_t num_kv_blocks() const { return kv_cache_->shape().num_blocks; }
+    int64_t block_size() const { return config_.block_size; }
+    int64_t max_blocks_per_seq() const { return max_blocks_per_seq_; }
+    const KvCacheShape& kv_cache_shape() const { return kv_cache_->shape(); }
+    int64_t activation_bytes() const { return activation_bytes_; }
+    static std::vector<int64_t> decode_buckets(int64_t max_num_seqs);
+
+private:
+    ModelRunner(std::unique_ptr<CausalLM> model, const ModelRunnerConfig& config);
+    Status allocate_kv_cache();
+    void warm_up(const KvCache& cache);
+    ForwardContext prepare_prefill(std::span<const RunnerSequence> seqs, StepInputs& inputs) const;
+    ForwardContext prepare_decode(std::span<const RunnerSequence> seqs, DecodePlan& plan) const;
+    DecodePlan* find_plan(int64_t num_seqs);
+    std::span<const SampleResult> compute_and_sample(const ForwardContext& context, const KvCache& cache,
+                                                     std::span<const RunnerSequence> seqs,
+                                                     std::span<const int32_t> logit_rows);
+
+    std::unique_ptr<CausalLM> model_;
+    ModelRunnerConfig config_;
+    int64_t max_blocks_per_seq_ = 0;
+    ActivationBuffers buffers_;
+    Sampler sampler_;
+    StepInputs prefill_inputs_;
+    std::vector<DecodePlan> decode_plans_;
+    std::vector<SamplingInputs> sampling_inputs_;
+    std::vector<SampleResult> sample_results_;
+    std::unique_ptr<KvCache> kv_cache_;
+    int64_t activation_bytes_ = 0;
+    bool keep_logits_ = false;
+    std::vector<float> kept_logits_;
+};
+
+}  // namespace lmrun

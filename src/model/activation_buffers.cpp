@@ -1,0 +1,26 @@
+#include "model/activation_buffers.h"
+
+namespace lmrun {
+
+ActivationBuffers::ActivationBuffers(const ModelConfig& config, int64_t max_num_tokens_, int64_t max_num_logit_rows_,
+                                     int64_t num_heads_local, int64_t num_kv_heads_local,
+                                     int64_t intermediate_local)
+    : max_num_tokens(max_num_tokens_), max_num_logit_rows(max_num_logit_rows_) {
+    const int64_t tokens = max_num_tokens;
+    hidden = Tensor::zeros(DType::F32, {tokens, config.hidden_size});
+    residual = Tensor::zeros(DType::F32, {tokens, config.hidden_size});
+    qkv = Tensor::zeros(DType::F32, {tokens, (num_heads_local + 2 * num_kv_heads_local) * config.head_dim});
+    attn_out = Tensor::zeros(DType::F32, {tokens, num_heads_local * config.head_dim});
+    gate_up = Tensor::zeros(DType::F32, {tokens, 2 * intermediate_local});
+    mlp_act = Tensor::zeros(DType::F32, {tokens, intermediate_local});
+    selected_hidden = Tensor::zeros(DType::F32, {max_num_logit_rows, config.hidden_size});
+    selected_residual = Tensor::zeros(DType::F32, {max_num_logit_rows, config.hidden_size});
+    logits = Tensor::zeros(DType::F32, {max_num_logit_rows, config.vocab_size});
+}
+
+size_t ActivationBuffers::nbytes() const {
+    return hidden.nbytes() + residual.nbytes() + qkv.nbytes() + attn_out.nbytes() + gate_up.nbytes() +
+           mlp_act.nbytes() + selected_hidden.nbytes() + selected_residual.nbytes() + logits.nbytes();
+}
+
+}  // namespace lmrun

@@ -1,0 +1,64 @@
+#include "model/attention.h"
+
+#include <cmath>
+
+#include "core/parallel.h"
+#include "kernels/rope.h"
+
+namespace lmrun {
+
+Attention::Attention(const ModelConfig& config, DType dtype, const ParallelConfig& parallel)
+    : qkv_proj(config.hidden_size, config.head_dim, config.num_attention_heads, config.num_key_value_heads,
+               config.attention_bias, dtype, parallel),
+      o_proj(config.hidden_size, config.num_attention_heads * config.head_dim, false, dtype, parallel),
+      scale_(float(1.0 / std::sqrt(double(config.head_dim)))) {
+    if (config.qk_norm) {
+        q_norm.emplace(config.head_dim, config.rms_norm_eps);
+        k_norm.emplace(config.head_dim, config.rms_norm_eps);
+    }
+}
+
+void Attention::finalize() {
+    qkv_proj.finalize();
+    o_proj.finalize();
+}
+
+// Qwen3's q_norm / k_norm: RMSNorm over head_dim of every head, before RoPE.
+void Attention::normalize_heads(float* qkv, int64_t num_tokens) const {
+    const int64_t head_dim = qkv_proj.head_dim();
+    const int64_t q_width = qkv_proj.num_heads() * head_dim;
+    const int64_t row_stride = qkv_proj.out_features();
+    parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) {
+            float* row = qkv + t * row_stride;
+            q_norm->forward(row, qkv_proj.num_heads(), row);
+            k_norm->forward(row + q_width, qkv_proj.num_kv_heads(), row + q_width);
+        }
+    });
+}
+
+void Attention::forward(const ForwardContext& context, const float* hidden, const kernels::KvCacheLayer& cache,
+                        const float* rope_cos_sin, ActivationBuffers& buffers, float* out) const {
+    const int64_t rows = context.num_padded_tokens;
+    const int64_t tokens = context.num_tokens;
+    const int64_t head_dim = qkv_proj.head_dim();
+    const int64_t num_heads = qkv_proj.num_heads();
+    const int64_t num_kv_heads = qkv_proj.num_kv_heads();
+    const int64_t stride = qkv_proj.out_features();
+    float* qkv = buffers.qkv.data<float>();
+    float* q = qkv;
+    float* k = qkv + num_heads * head_dim;
+    float* v = k + num_kv_heads * head_dim;
+
+    qkv_proj.forward(hidden, rows, qkv);
+    if (q_norm) normalize_heads(qkv, tokens);
+    kernels::apply_rope(q, tokens, num_heads, head_dim, stride, context.positions, rope_cos_sin);
+    kernels::apply_rope(k, tokens, num_kv_heads, head_dim, stride, context.positions, rope_cos_sin);
+    kernels::store_kvcache(k, v, stride, tokens, context.slot_mapping, cache);
+    float* attn_out = buffers.attn_out.data<float>();
+    kernels::paged_attention(q, stride, context.num_seqs, context.cu_seqlens_q, context.context_lens,
+                             context.block_tables, context.max_blocks_per_seq, cache, num_heads, scale_, attn_out);
+    o_proj.forward(attn_out, rows, out);
+}
+
+}  // namespace lmrun

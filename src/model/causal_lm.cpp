@@ -1,0 +1,128 @@
+#include "model/causal_lm.h"
+
+#include "core/parallel.h"
+#include "kernels/rope.h"
+
+namespace lmrun {
+
+CausalLM::CausalLM(const ModelConfig& config, DType weight_dtype, const ParallelConfig& parallel)
+    : config_(config),
+      weight_dtype_(weight_dtype),
+      parallel_(parallel),
+      embed_tokens_(config.vocab_size, config.hidden_size, weight_dtype, parallel),
+      norm_(config.hidden_size, config.rms_norm_eps),
+      lm_head_(config.vocab_size, config.hidden_size, weight_dtype, parallel) {
+    layers_.reserve(config.num_hidden_layers);
+    for (int64_t i = 0; i < config.num_hidden_layers; ++i) layers_.emplace_back(config, weight_dtype, parallel);
+    rope_cos_sin_.resize(size_t(config.max_position_embeddings * config.head_dim));
+    kernels::build_rope_cache(config.rope_theta, config.head_dim, config.max_position_embeddings,
+                              rope_cos_sin_.data());
+}
+
+Result<std::unique_ptr<CausalLM>> CausalLM::load(const std::string& model_dir, const ModelConfig& config,
+                                                 DType weight_dtype, const ParallelConfig& parallel) {
+    if (weight_dtype != DType::F32 && weight_dtype != DType::BF16) {
+        return make_error("{}: weights can be held as F32 or BF16, not {}", model_dir, dtype_name(weight_dtype));
+    }
+    LMRUN_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::open(model_dir));
+    std::unique_ptr<CausalLM> model(new CausalLM(config, weight_dtype, parallel));
+    LMRUN_RETURN_IF_ERROR(model->load_weights(checkpoint));
+    return model;
+}
+
+// Checkpoint tensor names → fused, sharded parameters. Qwen2 adds q/k/v biases,
+// Qwen3 adds q_norm/k_norm; everything else is shared with Llama.
+Status CausalLM::load_layer(const Checkpoint& checkpoint, int64_t index, DecoderLayer& layer) {
+    const std::string prefix = "model.layers." + std::to_string(index) + ".";
+    auto get = [&](const std::string& name) { return checkpoint.get(prefix + name); };
+    const TensorInfo* src = nullptr;
+    Attention& attn = layer.self_attn;
+
+    const std::pair<const char*, QkvShard> qkv_parts[] = {
+        {"self_attn.q_proj", QkvShard::Q}, {"self_attn.k_proj", QkvShard::K}, {"self_attn.v_proj", QkvShard::V}};
+    for (const auto& [name, shard] : qkv_parts) {
+        LMRUN_ASSIGN_OR_RETURN(src, get(std::string(name) + ".weight"));
+        LMRUN_RETURN_IF_ERROR(attn.qkv_proj.load_weight(*src, shard));
+        if (config_.attention_bias) {
+            LMRUN_ASSIGN_OR_RETURN(src, get(std::string(name) + ".bias"));
+            LMRUN_RETURN_IF_ERROR(attn.qkv_proj.load_bias(*src, shard));
+        }
+    }
+    LMRUN_ASSIGN_OR_RETURN(src, get("self_attn.o_proj.weight"));
+    LMRUN_RETURN_IF_ERROR(attn.o_proj.load_weight(*src));
+    if (attn.q_norm) {
+        LMRUN_ASSIGN_OR_RETURN(src, get("self_attn.q_norm.weight"));
+        LMRUN_RETURN_IF_ERROR(attn.q_norm->load_weight(*src));
+        LMRUN_ASSIGN_OR_RETURN(src, get("self_attn.k_norm.weight"));
+        LMRUN_RETURN_IF_ERROR(attn.k_norm->load_weight(*src));
+    }
+    LMRUN_ASSIGN_OR_RETURN(src, get("mlp.gate_proj.weight"));
+    LMRUN_RETURN_IF_ERROR(layer.mlp.gate_up_proj.load_weight(*src, 0));
+    LMRUN_ASSIGN_OR_RETURN(src, get("mlp.up_proj.weight"));
+    LMRUN_RETURN_IF_ERROR(layer.mlp.gate_up_proj.load_weight(*src, 1));
+    LMRUN_ASSIGN_OR_RETURN(src, get("mlp.down_proj.weight"));
+    LMRUN_RETURN_IF_ERROR(layer.mlp.down_proj.load_weight(*src));
+    LMRUN_ASSIGN_OR_RETURN(src, get("input_layernorm.weight"));
+    LMRUN_RETURN_IF_ERROR(layer.input_layernorm.load_weight(*src));
+    LMRUN_ASSIGN_OR_RETURN(src, get("post_attention_layernorm.weight"));
+    LMRUN_RETURN_IF_ERROR(layer.post_attention_layernorm.load_weight(*src));
+    layer.finalize();
+    return ok_status();
+}
+
+Status CausalLM::load_weights(const Checkpoint& checkpoint) {
+    const TensorInfo* src = nullptr;
+    LMRUN_ASSIGN_OR_RETURN(src, checkpoint.get("model.embed_tokens.weight"));
+    LMRUN_RETURN_IF_ERROR(embed_tokens_.load_weight(*src));
+    for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
+        LMRUN_RETURN_IF_ERROR(load_layer(checkpoint, i, layers_[i]));
+    }
+    LMRUN_ASSIGN_OR_RETURN(src, checkpoint.get("model.norm.weight"));
+    LMRUN_RETURN_IF_ERROR(norm_.load_weight(*src));
+    // Tied models use the embedding table even when the file also stores lm_head.weight.
+    if (config_.tie_word_embeddings) {
+        lm_head_.tie_to(embed_tokens_);
+    } else {
+        LMRUN_ASSIGN_OR_RETURN(src, checkpoint.get("lm_head.weight"));
+        LMRUN_RETURN_IF_ERROR(lm_head_.load_weight(*src));
+    }
+    lm_head_.finalize();
+    return ok_status();
+}
+
+void CausalLM::forward(const ForwardContext& context, std::span<const kernels::KvCacheLayer> kv_layers,
+                       ActivationBuffers& buffers) const {
+    LMRUN_CHECK(context.num_padded_tokens <= buffers.max_num_tokens, "step larger than the activation buffers");
+    LMRUN_CHECK(kv_layers.size() == layers_.size(), "one KV cache layer per decoder layer");
+    embed_tokens_.forward(context.input_ids, context.num_padded_tokens, buffers.hidden.data<float>());
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        layers_[i].forward(context, i == 0, kv_layers[i], rope_cos_sin_.data(), buffers);
+    }
+}
+
+void CausalLM::compute_logits(std::span<const int32_t> rows, ActivationBuffers& buffers) const {
+    const int64_t num_rows = int64_t(rows.size());
+    LMRUN_CHECK(num_rows <= buffers.max_num_logit_rows, "more logit rows than buffered");
+    const int64_t hidden_size = config_.hidden_size;
+    const float* hidden = buffers.hidden.data<float>();
+    const float* residual = buffers.residual.data<float>();
+    float* selected_hidden = buffers.selected_hidden.data<float>();
+    float* selected_residual = buffers.selected_residual.data<float>();
+    for (int64_t i = 0; i < num_rows; ++i) {
+        std::copy_n(hidden + rows[i] * hidden_size, hidden_size, selected_hidden + i * hidden_size);
+        std::copy_n(residual + rows[i] * hidden_size, hidden_size, selected_residual + i * hidden_size);
+    }
+    norm_.forward_add(selected_hidden, selected_residual, num_rows);
+    lm_head_.forward(selected_hidden, num_rows, buffers.logits.data<float>());
+}
+
+size_t CausalLM::weight_nbytes() const {
+    size_t total = embed_tokens_.table().nbytes() + lm_head_.weight_nbytes();
+    for (const DecoderLayer& layer : layers_) {
+        total += layer.self_attn.qkv_proj.weight_nbytes() + layer.self_attn.o_proj.weight_nbytes() +
+                 layer.mlp.gate_up_proj.weight_nbytes() + layer.mlp.down_proj.weight_nbytes();
+    }
+    return total;
+}
+
+}  // namespace lmrun

@@ -1,0 +1,59 @@
+// A decoder-only causal LM of the Llama family (Llama, Qwen2, Qwen3): token
+// embedding, N decoder layers, final RMSNorm, LM head. The families differ only
+// in flags of ModelConfig (attention_bias for Qwen2, qk_norm for Qwen3), so one
+// composition serves all three; loading maps HF checkpoint names onto the fused,
+// sharded parameters (nano-vLLM's packed_modules_mapping).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "model/activation_buffers.h"
+#include "model/checkpoint.h"
+#include "model/config.h"
+#include "model/decoder_layer.h"
+#include "model/forward_context.h"
+#include "model/vocab_embedding.h"
+
+namespace lmrun {
+
+class CausalLM {
+public:
+    // Builds the model and fills every parameter from the checkpoint in `model_dir`.
+    // weight_dtype: F32 or BF16 (what the weights are stored as in memory).
+    static Result<std::unique_ptr<CausalLM>> load(const std::string& model_dir, const ModelConfig& config,
+                                                  DType weight_dtype, const ParallelConfig& parallel = {});
+
+    // Runs all layers over the step's tokens: buffers.hidden/residual hold the
+    // un-normalized last hidden state afterwards. kv_layers: one per layer.
+    void forward(const ForwardContext& context, std::span<const kernels::KvCacheLayer> kv_layers,
+                 ActivationBuffers& buffers) const;
+    // Final norm + LM head for the chosen token rows only: buffers.logits[i] = logits of token rows[i].
+    void compute_logits(std::span<const int32_t> rows, ActivationBuffers& buffers) const;
+
+    const ModelConfig& config() const { return config_; }
+    DType weight_dtype() const { return weight_dtype_; }
+    int64_t num_heads_local() const { return layers_[0].self_attn.qkv_proj.num_heads(); }
+    int64_t num_kv_heads_local() const { return layers_[0].self_attn.qkv_proj.num_kv_heads(); }
+    int64_t intermediate_local() const { return layers_[0].mlp.down_proj.in_features(); }
+    size_t weight_nbytes() const;
+
+private:
+    CausalLM(const ModelConfig& config, DType weight_dtype, const ParallelConfig& parallel);
+    Status load_weights(const Checkpoint& checkpoint);
+    Status load_layer(const Checkpoint& checkpoint, int64_t index, DecoderLayer& layer);
+
+    ModelConfig config_;
+    DType weight_dtype_;
+    ParallelConfig parallel_;
+    VocabParallelEmbedding embed_tokens_;
+    std::vector<DecoderLayer> layers_;
+    RMSNorm norm_;
+    ParallelLMHead lm_head_;
+    std::vector<float> rope_cos_sin_;  // [max_position, head_dim]
+};
+
+}  // namespace lmrun

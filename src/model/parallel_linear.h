@@ -1,0 +1,93 @@
+// Linear layers that own their tensor-parallel sharding, as in vLLM/nano-vLLM:
+// each knows which slice of a checkpoint tensor it holds (weight_loader), and
+// fused layers (QKV, gate/up) pack several checkpoint tensors into one matrix so
+// a single GEMM computes them. Weights are staged in the storage dtype while the
+// checkpoint is read, then packed once (finalize) into the kernel's layout.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/result.h"
+#include "core/tensor.h"
+#include "kernels/linear.h"
+#include "model/safetensors.h"
+#include "model/weight_loader.h"
+
+namespace lmrun {
+
+class LinearBase {
+public:
+    // out_features / in_features are the LOCAL (per-rank) sizes.
+    LinearBase(int64_t out_features, int64_t in_features, bool has_bias, DType storage_dtype);
+
+    // y[num_rows, out] = x[num_rows, in] · Wᵀ (+ b)
+    void forward(const float* x, int64_t num_rows, float* y) const;
+    // Packs the staged weight into the kernel layout and releases the staging copy.
+    void finalize();
+    int64_t out_features() const { return out_features_; }
+    int64_t in_features() const { return in_features_; }
+    size_t weight_nbytes() const { return packed_.nbytes(); }
+    const kernels::LinearWeight& packed() const { return packed_; }
+
+protected:
+    int64_t out_features_;
+    int64_t in_features_;
+    DType storage_dtype_;
+    Tensor staged_weight_;  // [out, in] until finalize()
+    Tensor bias_;           // F32 [out], empty if no bias
+    kernels::LinearWeight packed_;
+};
+
+// Output features split across ranks (dim 0).
+class ColumnParallelLinear : public LinearBase {
+public:
+    ColumnParallelLinear(int64_t out_features_total, int64_t in_features, bool has_bias, DType dtype,
+                         const ParallelConfig& parallel);
+    Status load_weight(const TensorInfo& src);
+    Status load_bias(const TensorInfo& src);
+
+private:
+    ParallelConfig parallel_;
+};
+
+// Input features split across ranks (dim 1); the caller all-reduces the output.
+class RowParallelLinear : public LinearBase {
+public:
+    RowParallelLinear(int64_t out_features, int64_t in_features_total, bool has_bias, DType dtype,
+                      const ParallelConfig& parallel);
+    Status load_weight(const TensorInfo& src);
+
+private:
+    ParallelConfig parallel_;
+};
+
+// q, k and v projections packed into one matrix: rows [q | k | v] of this rank's heads.
+class QKVParallelLinear : public LinearBase {
+public:
+    QKVParallelLinear(int64_t hidden_size, int64_t head_dim, int64_t num_heads_total, int64_t num_kv_heads_total,
+                      bool has_bias, DType dtype, const ParallelConfig& parallel);
+    Status load_weight(const TensorInfo& src, QkvShard shard);
+    Status load_bias(const TensorInfo& src, QkvShard shard);
+    int64_t num_heads() const { return num_heads_; }      // local
+    int64_t num_kv_heads() const { return num_kv_heads_; }  // local
+    int64_t head_dim() const { return head_dim_; }
+
+private:
+    int64_t head_dim_, num_heads_total_, num_kv_heads_total_, num_heads_, num_kv_heads_;
+    ParallelConfig parallel_;
+};
+
+// Several column-parallel outputs packed into one matrix (gate then up).
+class MergedColumnParallelLinear : public LinearBase {
+public:
+    MergedColumnParallelLinear(int64_t in_features, std::vector<int64_t> output_sizes_total, DType dtype,
+                               const ParallelConfig& parallel);
+    Status load_weight(const TensorInfo& src, int shard_index);
+
+private:
+    std::vector<int64_t> output_sizes_total_;
+    ParallelConfig parallel_;
+};
+
+}  // namespace lmrun

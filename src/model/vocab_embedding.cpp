@@ -1,0 +1,45 @@
+#include "model/vocab_embedding.h"
+
+#include "kernels/embedding.h"
+
+namespace lmrun {
+
+VocabParallelEmbedding::VocabParallelEmbedding(int64_t vocab_size, int64_t hidden_size, DType dtype,
+                                               const ParallelConfig& parallel)
+    : vocab_size_(vocab_size), hidden_size_(hidden_size), parallel_(parallel) {
+    int64_t rows_per_rank = (vocab_size + parallel.tp_size - 1) / parallel.tp_size;
+    table_ = Tensor::zeros(dtype, {rows_per_rank, hidden_size});
+}
+
+Status VocabParallelEmbedding::load_weight(const TensorInfo& src) {
+    return load_vocab_parallel(src, table_, parallel_);
+}
+
+void VocabParallelEmbedding::forward(const int32_t* token_ids, int64_t num_tokens, float* out) const {
+    // Tensor parallelism > 1 would zero the rows of ids outside this rank's range and all-reduce.
+    kernels::embedding_lookup(token_ids, num_tokens, table_.raw(), table_.dtype(), hidden_size_, out);
+}
+
+ParallelLMHead::ParallelLMHead(int64_t vocab_size, int64_t hidden_size, DType dtype, const ParallelConfig& parallel)
+    : vocab_size_(vocab_size), hidden_size_(hidden_size), dtype_(dtype), parallel_(parallel) {}
+
+Status ParallelLMHead::load_weight(const TensorInfo& src) {
+    int64_t rows_per_rank = (vocab_size_ + parallel_.tp_size - 1) / parallel_.tp_size;
+    staged_weight_ = Tensor::zeros(dtype_, {rows_per_rank, hidden_size_});
+    return load_vocab_parallel(src, staged_weight_, parallel_);
+}
+
+void ParallelLMHead::tie_to(const VocabParallelEmbedding& embedding) { staged_weight_ = embedding.table(); }
+
+void ParallelLMHead::finalize() {
+    LMRUN_CHECK(!staged_weight_.empty(), "LM head has no weight (neither loaded nor tied)");
+    packed_ = kernels::LinearWeight::pack(staged_weight_.raw(), staged_weight_.dtype(), staged_weight_.dim(0),
+                                          hidden_size_, dtype_);
+    staged_weight_ = Tensor();
+}
+
+void ParallelLMHead::forward(const float* hidden, int64_t num_rows, float* logits) const {
+    kernels::linear(hidden, num_rows, packed_, nullptr, logits);
+}
+
+}  // namespace lmrun

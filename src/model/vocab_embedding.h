@@ -1,0 +1,51 @@
+// Token embedding and LM head, split over the vocabulary across ranks
+// (vocab-parallel). With tied embeddings the LM head is built from the
+// embedding table, so a checkpoint without `lm_head.weight` loads.
+#pragma once
+
+#include "core/result.h"
+#include "core/tensor.h"
+#include "kernels/linear.h"
+#include "model/safetensors.h"
+#include "model/weight_loader.h"
+
+namespace lmrun {
+
+class VocabParallelEmbedding {
+public:
+    VocabParallelEmbedding(int64_t vocab_size, int64_t hidden_size, DType dtype, const ParallelConfig& parallel);
+    Status load_weight(const TensorInfo& src);
+    // out[num_tokens, hidden] = table[token_ids]
+    void forward(const int32_t* token_ids, int64_t num_tokens, float* out) const;
+    const Tensor& table() const { return table_; }
+    int64_t vocab_size() const { return vocab_size_; }
+
+private:
+    int64_t vocab_size_;
+    int64_t hidden_size_;
+    Tensor table_;  // [vocab_size / tp, hidden] in the storage dtype
+    ParallelConfig parallel_;
+};
+
+class ParallelLMHead {
+public:
+    ParallelLMHead(int64_t vocab_size, int64_t hidden_size, DType dtype, const ParallelConfig& parallel);
+    Status load_weight(const TensorInfo& src);
+    // Ties the head to the embedding table (no lm_head.weight needed).
+    void tie_to(const VocabParallelEmbedding& embedding);
+    void finalize();
+    // logits[num_rows, vocab] for the given hidden rows only.
+    void forward(const float* hidden, int64_t num_rows, float* logits) const;
+    int64_t vocab_size() const { return vocab_size_; }
+    size_t weight_nbytes() const { return packed_.nbytes(); }
+
+private:
+    int64_t vocab_size_;
+    int64_t hidden_size_;
+    DType dtype_;
+    Tensor staged_weight_;
+    kernels::LinearWeight packed_;
+    ParallelConfig parallel_;
+};
+
+}  // namespace lmrun

@@ -1,0 +1,32 @@
+// Drives a ModelRunner directly (no scheduler): the tests of the execution
+// core give each request its own blocks (deliberately out of order) and run
+// prefill and decode steps themselves.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/model_runner.h"
+
+namespace lmrun::testing {
+
+struct GreedyRequest {
+    std::vector<int32_t> prompt_ids;
+    int64_t max_new_tokens = 0;
+    std::vector<int32_t> stop_token_ids;  // generation ends when one is sampled (not included)
+};
+
+std::unique_ptr<ModelRunner> make_runner(const std::string& model_dir, DType weight_dtype,
+                                         const ModelRunnerConfig& config);
+
+// Prefills every request (all in one step when `batch_prefill`, else one step each),
+// then decodes all unfinished requests together, step by step.
+std::vector<std::vector<int32_t>> run_greedy(ModelRunner& runner, const std::vector<GreedyRequest>& requests,
+                                             bool batch_prefill = true);
+
+// Blocks for `num_tokens` tokens, taken from the top of the cache downwards so that
+// block ids are neither 0-based nor contiguous with another sequence's.
+std::vector<int32_t> take_blocks(int64_t& next_block_from_top, int64_t num_tokens, int64_t block_size);
+
+}  // namespace lmrun::testing
