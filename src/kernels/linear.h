@@ -1,0 +1,55 @@
+// Linear layer y = x · Wᵀ (+ bias) with F32 activations and F32 or BF16 weights.
+// Shapes: W is given in HF layout [out_features, in_features]; x is [num_rows, in_features]
+// F32 (row stride = in_features); y is [num_rows, out_features] F32; bias F32 [out_features].
+// pack() repacks W once into oneDNN's blocked layout (BA16a64b2a for BF16, BA16a64b for F32,
+// see linear_gemv.h), which both our GEMV (few rows, decode) and oneDNN's matmul (many rows,
+// prefill) read, so the weight is held once. Accumulation is always F32.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/dtype.h"
+
+namespace lmrun::kernels {
+
+struct PackedLinear;
+struct LinearWeightState;
+
+// Immutable after pack(); copies share the packed memory; thread-safe to call linear() on.
+class LinearWeight {
+public:
+    LinearWeight() = default;
+    // src: row-major [out_features, in_features] of src_dtype (F32/BF16/F16). storage: F32 or BF16.
+    static LinearWeight pack(const void* src, DType src_dtype, int64_t out_features,
+                             int64_t in_features, DType storage_dtype);
+
+    int64_t out_features() const;
+    int64_t in_features() const;
+    DType storage_dtype() const;
+    size_t nbytes() const;  // bytes of weight memory held
+    bool empty() const { return state_ == nullptr; }
+
+    // The packed layout, for the kernels (linear_gemv.h).
+    const PackedLinear& packed() const;
+    LinearWeightState& state() const { return *state_; }
+
+private:
+    std::shared_ptr<LinearWeightState> state_;
+};
+
+// Rows up to this count go to the GEMV (weights streamed once for all rows); more go to oneDNN.
+inline constexpr int64_t kGemvMaxRows = 8;
+
+// Dispatches on num_rows and kernel_isa(). After one warm-up call with a given num_rows, the
+// GEMV path (num_rows <= kGemvMaxRows) performs no heap allocation; the oneDNN path reuses a
+// cached primitive, memory objects and scratch buffers (oneDNN itself may allocate its small
+// argument map per execute).
+void linear(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
+            float* y);
+// Scalar, double-accumulating twin of linear(), reading the packed weight.
+void linear_reference(const float* x, int64_t num_rows, const LinearWeight& weight,
+                      const float* bias, float* y);
+
+}  // namespace lmrun::kernels

@@ -1,0 +1,101 @@
+// AVX-512 GEMV micro-kernels over the packed tiles (layout in linear_gemv.h).
+// BF16 weights are widened to F32 with a shift/mask (exact), so the result keeps F32-activation
+// accuracy; the loop is bound by the weight stream, not by the FMAs, for up to 4 rows.
+#include <immintrin.h>
+
+#include "kernels/linear_gemv.h"
+#include "kernels/linear_gemv_driver.h"
+
+namespace lmrun::kernels {
+namespace {
+
+struct Bf16Avx512 {
+    static constexpr int64_t kCols = 64;
+    static constexpr int kMaxRows = 4;
+
+    template <int R>
+    static void run_rows(const uint16_t* w, int64_t num_pairs, const float* x, int64_t x_stride,
+                         float* acc) {
+        __m512 sum[R][4];
+        for (int r = 0; r < R; ++r)
+            for (int j = 0; j < 4; ++j) sum[r][j] = _mm512_loadu_ps(acc + r * kTileOutputs + 16 * j);
+        const __m512i high_half = _mm512_set1_epi32(int32_t(0xffff0000u));
+        for (int64_t p = 0; p < num_pairs; ++p) {
+            __m512 x_even[R], x_odd[R];
+            for (int r = 0; r < R; ++r) {
+                x_even[r] = _mm512_set1_ps(x[r * x_stride + 2 * p]);
+                x_odd[r] = _mm512_set1_ps(x[r * x_stride + 2 * p + 1]);
+            }
+            const uint16_t* wp = w + p * kTileOutputs * 2;
+            for (int j = 0; j < 4; ++j) {
+                // 16 lanes of (w[k], w[k+1]) bf16 pairs: the low half is k, the high half k+1.
+                __m512i pairs = _mm512_loadu_si512(wp + 32 * j);
+                __m512 w_even = _mm512_castsi512_ps(_mm512_slli_epi32(pairs, 16));
+                __m512 w_odd = _mm512_castsi512_ps(_mm512_and_si512(pairs, high_half));
+                for (int r = 0; r < R; ++r) {
+                    sum[r][j] = _mm512_fmadd_ps(w_even, x_even[r], sum[r][j]);
+                    sum[r][j] = _mm512_fmadd_ps(w_odd, x_odd[r], sum[r][j]);
+                }
+            }
+        }
+        for (int r = 0; r < R; ++r)
+            for (int j = 0; j < 4; ++j) _mm512_storeu_ps(acc + r * kTileOutputs + 16 * j, sum[r][j]);
+    }
+
+    static void run(int rows, const uint16_t* w, int64_t steps, const float* x, int64_t x_stride,
+                    float* acc, int64_t col) {
+        switch (rows) {
+            case 1: return run_rows<1>(w, steps, x, x_stride, acc);
+            case 2: return run_rows<2>(w, steps, x, x_stride, acc);
+            case 3: return run_rows<3>(w, steps, x, x_stride, acc);
+            default: return run_rows<4>(w, steps, x, x_stride, acc);
+        }
+    }
+};
+
+struct F32Avx512 {
+    static constexpr int64_t kCols = 64;
+    static constexpr int kMaxRows = 4;
+
+    template <int R>
+    static void run_rows(const float* w, int64_t num_k, const float* x, int64_t x_stride,
+                         float* acc) {
+        __m512 sum[R][4];
+        for (int r = 0; r < R; ++r)
+            for (int j = 0; j < 4; ++j) sum[r][j] = _mm512_loadu_ps(acc + r * kTileOutputs + 16 * j);
+        for (int64_t k = 0; k < num_k; ++k) {
+            __m512 xk[R];
+            for (int r = 0; r < R; ++r) xk[r] = _mm512_set1_ps(x[r * x_stride + k]);
+            const float* wk = w + k * kTileOutputs;
+            for (int j = 0; j < 4; ++j) {
+                __m512 wv = _mm512_loadu_ps(wk + 16 * j);
+                for (int r = 0; r < R; ++r) sum[r][j] = _mm512_fmadd_ps(wv, xk[r], sum[r][j]);
+            }
+        }
+        for (int r = 0; r < R; ++r)
+            for (int j = 0; j < 4; ++j) _mm512_storeu_ps(acc + r * kTileOutputs + 16 * j, sum[r][j]);
+    }
+
+    static void run(int rows, const float* w, int64_t steps, const float* x, int64_t x_stride,
+                    float* acc, int64_t col) {
+        switch (rows) {
+            case 1: return run_rows<1>(w, steps, x, x_stride, acc);
+            case 2: return run_rows<2>(w, steps, x, x_stride, acc);
+            case 3: return run_rows<3>(w, steps, x, x_stride, acc);
+            default: return run_rows<4>(w, steps, x, x_stride, acc);
+        }
+    }
+};
+
+}  // namespace
+
+void linear_gemv_avx512(const float* x, int64_t num_rows, const PackedLinear& w,
+                        const float* bias, float* y) {
+    if (w.dtype == DType::BF16) {
+        gemv_driver<Bf16Avx512, uint16_t>(x, num_rows, w, bias, y);
+    } else {
+        gemv_driver<F32Avx512, float>(x, num_rows, w, bias, y);
+    }
+}
+
+}  // namespace lmrun::kernels

@@ -1,0 +1,89 @@
+// Internal: the ISA-independent loop nest of the GEMV, instantiated by each ISA's translation
+// unit with its own micro-kernel. Everything here sits in an anonymous namespace on purpose:
+// an inline function compiled once with AVX-512 flags must never be picked by the linker for
+// the AVX2 build of the same function.
+//
+// Loop nest per thread: a group of kStreams tiles (kStreams concurrent weight streams, which
+// DRAM serves faster than one), walked in K chunks small enough to stay in L1/L2 while every
+// group of rows (Kernel::kMaxRows) and every column slice (Kernel::kCols) reuses them.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/parallel.h"
+#include "kernels/linear_gemv.h"
+
+namespace lmrun::kernels {
+namespace {
+
+inline constexpr int64_t kStreams = 4;
+inline constexpr int64_t kChunkBytes = 8192;  // of one tile's stream per step
+inline constexpr int64_t kDriverMaxRows = 8;
+
+// Kernel provides, for T = uint16_t (BF16 pairs) or float (F32 rows):
+//   kCols, kMaxRows and run(rows, const T* w, steps, const float* x, x_stride, float* acc, col)
+// accumulating acc[r * 64 + col + j] += Σ_step w(step, col + j) · x[r * x_stride + step...].
+template <typename Kernel, typename T>
+void gemv_tile_group(const float* x, int64_t num_rows, const PackedLinear& w, int64_t first_tile,
+                     int64_t num_group_tiles, const float* bias, float* y) {
+    constexpr bool kBf16 = sizeof(T) == 2;
+    constexpr int64_t kStepElements = kTileOutputs * (kBf16 ? 2 : 1);  // weights per step
+    constexpr int64_t kKPerStep = kBf16 ? 2 : 1;
+    constexpr int64_t kChunkSteps = kChunkBytes / (kStepElements * int64_t(sizeof(T)));
+    alignas(64) float acc[kStreams][kDriverMaxRows][kTileOutputs] = {};
+    const T* data = static_cast<const T*>(w.data);
+    const int64_t full_steps = w.in_features / kKPerStep;
+
+    auto run_steps = [&](int64_t step0, int64_t steps, const float* xs, int64_t x_stride) {
+        for (int64_t t = 0; t < num_group_tiles; ++t) {
+            const T* wt = data + (first_tile + t) * w.tile_elements() + step0 * kStepElements;
+            for (int64_t col = 0; col < kTileOutputs; col += Kernel::kCols) {
+                for (int64_t r = 0; r < num_rows; r += Kernel::kMaxRows) {
+                    int rows = int(std::min<int64_t>(Kernel::kMaxRows, num_rows - r));
+                    Kernel::run(rows, wt, steps, xs + r * x_stride, x_stride, &acc[t][r][0], col);
+                }
+            }
+        }
+    };
+    for (int64_t step0 = 0; step0 < full_steps; step0 += kChunkSteps) {
+        int64_t steps = std::min(kChunkSteps, full_steps - step0);
+        run_steps(step0, steps, x + step0 * kKPerStep, w.in_features);
+    }
+    if (kBf16 && (w.in_features % 2) != 0) {
+        // Odd in_features: the last pair has one real k; its partner is a zero in the weights
+        // but would be out of bounds in x, so feed a padded copy of that last column.
+        float tail[kDriverMaxRows][2];
+        for (int64_t r = 0; r < num_rows; ++r) {
+            tail[r][0] = x[r * w.in_features + w.in_features - 1];
+            tail[r][1] = 0.0f;
+        }
+        run_steps(full_steps, 1, &tail[0][0], 2);
+    }
+    for (int64_t t = 0; t < num_group_tiles; ++t) {
+        int64_t n0 = (first_tile + t) * kTileOutputs;
+        int64_t count = std::min(kTileOutputs, w.out_features - n0);
+        for (int64_t r = 0; r < num_rows; ++r) {
+            float* out = y + r * w.out_features + n0;
+            for (int64_t j = 0; j < count; ++j) out[j] = acc[t][r][j] + (bias ? bias[n0 + j] : 0.0f);
+        }
+    }
+}
+
+template <typename Kernel, typename T>
+void gemv_driver(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias,
+                 float* y) {
+    for (int64_t r0 = 0; r0 < num_rows; r0 += kDriverMaxRows) {
+        int64_t rows = std::min(kDriverMaxRows, num_rows - r0);
+        const float* xr = x + r0 * w.in_features;
+        float* yr = y + r0 * w.out_features;
+        parallel_for(w.num_tiles, [&](int64_t begin, int64_t end) {
+            for (int64_t t = begin; t < end; t += kStreams) {
+                gemv_tile_group<Kernel, T>(xr, rows, w, t, std::min(kStreams, end - t), bias, yr);
+            }
+        });
+    }
+}
+
+}  // namespace
+}  // namespace lmrun::kernels

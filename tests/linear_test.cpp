@@ -1,0 +1,161 @@
+#include "kernels/linear.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/dtype.h"
+#include "kernels/linear_gemv.h"
+
+namespace lmrun::kernels {
+namespace {
+
+struct Problem {
+    int64_t rows, out, in;
+    DType storage;
+};
+
+std::vector<float> random_vector(size_t count, std::mt19937& rng) {
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> values(count);
+    for (float& v : values) v = dist(rng);
+    return values;
+}
+
+// Σ_k |x_k · w_k| per output: the scale of rounding errors of a dot product.
+std::vector<double> abs_dot(const std::vector<float>& x, const std::vector<float>& w, int64_t rows,
+                            int64_t out, int64_t in) {
+    std::vector<double> scale(size_t(rows * out));
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t n = 0; n < out; ++n) {
+            double sum = 0;
+            for (int64_t k = 0; k < in; ++k) sum += std::fabs(double(x[r * in + k]) * w[n * in + k]);
+            scale[r * out + n] = sum;
+        }
+    return scale;
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want,
+                  const std::vector<double>& scale, double rel, const char* what) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_NEAR(got[i], want[i], rel * (scale[i] + 1.0)) << what << " at " << i;
+    }
+}
+
+using LinearFn = void (*)(const float*, int64_t, const PackedLinear&, const float*, float*);
+
+std::vector<std::pair<const char*, LinearFn>> gemv_paths() {
+    std::vector<std::pair<const char*, LinearFn>> paths = {{"avx2", linear_gemv_avx2}};
+    if (cpu_features().avx512f && cpu_features().avx512bw) paths.push_back({"avx512", linear_gemv_avx512});
+    return paths;
+}
+
+class LinearConformance : public ::testing::TestWithParam<Problem> {};
+
+TEST_P(LinearConformance, EveryPathMatchesReference) {
+    Problem p = GetParam();
+    std::mt19937 rng(unsigned(p.rows * 7919 + p.out * 31 + p.in));
+    std::vector<float> w_f32 = random_vector(size_t(p.out * p.in), rng);
+    // Weights exactly representable in the storage type, so the reference sees the same values.
+    if (p.storage == DType::BF16)
+        for (float& v : w_f32) v = bf16_to_f32(f32_to_bf16(v));
+    std::vector<float> x = random_vector(size_t(p.rows * p.in), rng);
+    std::vector<float> bias = random_vector(size_t(p.out), rng);
+    LinearWeight weight = LinearWeight::pack(w_f32.data(), DType::F32, p.out, p.in, p.storage);
+    EXPECT_EQ(weight.out_features(), p.out);
+    EXPECT_EQ(weight.in_features(), p.in);
+    EXPECT_GE(weight.nbytes(), size_t(p.out * p.in) * dtype_size_bytes(p.storage));
+
+    size_t y_count = size_t(p.rows * p.out);
+    std::vector<float> want(y_count), got(y_count);
+    linear_reference(x.data(), p.rows, weight, bias.data(), want.data());
+    std::vector<double> scale = abs_dot(x, w_f32, p.rows, p.out, p.in);
+
+    // GEMV paths keep F32 activations: F32-accumulation accuracy for both storage types.
+    for (auto [name, fn] : gemv_paths()) {
+        std::fill(got.begin(), got.end(), NAN);
+        fn(x.data(), p.rows, weight.packed(), bias.data(), got.data());
+        expect_close(got, want, scale, 1e-5, name);
+    }
+
+    // The dispatched path: oneDNN for many rows rounds x to BF16 when the weights are BF16, so it
+    // is compared with a reference on BF16-rounded x (F32 accumulation error, 1e-5 of Σ|x·w|);
+    // versus the F32-x reference it is within BF16 rounding of x: 2^-8 of Σ|x·w|.
+    for (const float* b : {static_cast<const float*>(bias.data()), static_cast<const float*>(nullptr)}) {
+        std::fill(got.begin(), got.end(), NAN);
+        linear(x.data(), p.rows, weight, b, got.data());
+        std::vector<float> want_b(y_count);
+        bool rounded_x = p.storage == DType::BF16 && p.rows > kGemvMaxRows;
+        std::vector<float> x_ref = x;
+        if (rounded_x)
+            for (float& v : x_ref) v = bf16_to_f32(f32_to_bf16(v));
+        linear_reference(x_ref.data(), p.rows, weight, b, want_b.data());
+        expect_close(got, want_b, scale, 1e-5, "dispatched");
+        if (b == nullptr) continue;
+        expect_close(got, want, scale, rounded_x ? std::ldexp(1.0, -8) : 1e-5, "dispatched vs f32 x");
+    }
+}
+
+std::vector<Problem> problems() {
+    std::vector<Problem> list;
+    for (DType storage : {DType::F32, DType::BF16}) {
+        for (int64_t rows : {1, 2, 3, 4, 5, 8, 9, 17}) {
+            list.push_back({rows, 17, 3, storage});
+            list.push_back({rows, 127, 1000, storage});
+        }
+        list.push_back({1, 1, 1, storage});
+        list.push_back({3, 1000, 127, storage});
+        list.push_back({33, 300, 257, storage});
+        list.push_back({2, 64, 4099, storage});
+    }
+    return list;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, LinearConformance, ::testing::ValuesIn(problems()),
+                         [](const ::testing::TestParamInfo<Problem>& info) {
+                             const Problem& p = info.param;
+                             return std::string(dtype_name(p.storage)) + "_r" + std::to_string(p.rows) +
+                                    "_o" + std::to_string(p.out) + "_i" + std::to_string(p.in);
+                         });
+
+TEST(Linear, PacksBf16AndF16Sources) {
+    std::mt19937 rng(3);
+    int64_t out = 70, in = 33;
+    std::vector<float> w = random_vector(size_t(out * in), rng);
+    std::vector<uint16_t> w_bf16(w.size()), w_f16(w.size());
+    for (size_t i = 0; i < w.size(); ++i) {
+        w_bf16[i] = f32_to_bf16(w[i]);
+        w_f16[i] = f32_to_f16(w[i]);
+    }
+    LinearWeight from_bf16 = LinearWeight::pack(w_bf16.data(), DType::BF16, out, in, DType::F32);
+    LinearWeight from_f16 = LinearWeight::pack(w_f16.data(), DType::F16, out, in, DType::BF16);
+    const auto* f32_data = static_cast<const float*>(from_bf16.packed().data);
+    const auto* bf16_data = static_cast<const uint16_t*>(from_f16.packed().data);
+    for (int64_t n = 0; n < out; ++n)
+        for (int64_t k = 0; k < in; ++k) {
+            ASSERT_EQ(f32_data[packed_offset(from_bf16.packed(), n, k)], bf16_to_f32(w_bf16[n * in + k]));
+            ASSERT_EQ(bf16_data[packed_offset(from_f16.packed(), n, k)],
+                      f32_to_bf16(f16_to_f32(w_f16[n * in + k])));
+        }
+}
+
+TEST(Linear, RepeatedCallsGiveIdenticalResults) {
+    std::mt19937 rng(5);
+    int64_t out = 200, in = 96;
+    std::vector<float> w = random_vector(size_t(out * in), rng);
+    LinearWeight weight = LinearWeight::pack(w.data(), DType::F32, out, in, DType::BF16);
+    for (int64_t rows : {1, 6, 40}) {
+        std::vector<float> x = random_vector(size_t(rows * in), rng);
+        std::vector<float> first(size_t(rows * out)), second(size_t(rows * out));
+        linear(x.data(), rows, weight, nullptr, first.data());
+        linear(x.data(), rows, weight, nullptr, second.data());
+        EXPECT_EQ(first, second) << rows;
+    }
+}
+
+}  // namespace
+}  // namespace lmrun::kernels
