@@ -1,0 +1,118 @@
+// lmrun chat: an interactive conversation on the terminal. Each user line is
+// appended to the history, rendered with the model's chat template and
+// answered with tokens streamed as they are generated.
+// Commands: /reset clears the history, /exit (or end of input) quits.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/cli_options.h"
+#include "cli/commands.h"
+#include "core/logging.h"
+#include "engine/llm.h"
+
+namespace lmrun::cli {
+namespace {
+
+// For models that ship no chat template: the conversation as plain lines.
+constexpr const char* kPlainTemplate =
+    "{% for message in messages %}{{ message['content'] }}\n{% endfor %}";
+
+struct ChatArgs {
+    EngineOptions engine;
+    SamplingOptions sampling;
+    std::string system_prompt;
+    std::string chat_template_file;
+    bool disable_thinking = false;
+};
+
+Status install_template(LLM& llm, const ChatArgs& args) {
+    std::string source;
+    if (!args.chat_template_file.empty()) {
+        std::ifstream in(args.chat_template_file);
+        if (!in) return make_error("{}: cannot open chat template", args.chat_template_file);
+        std::stringstream buffer;
+        buffer << in.rdbuf();
+        source = buffer.str();
+    } else if (!llm.has_chat_template()) {
+        log_warn("the tokenizer has no chat_template; using plain text turns (pass --chat-template FILE)");
+        source = kPlainTemplate;
+    } else {
+        return ok_status();
+    }
+    LMRUN_ASSIGN_OR_RETURN(ChatTemplate chat_template, ChatTemplate::parse(source));
+    llm.set_chat_template(std::move(chat_template));
+    return ok_status();
+}
+
+// Streams one assistant reply; returns its full text.
+Result<std::string> answer(LLM& llm, const nlohmann::json& messages, const ChatArgs& args,
+                           const SamplingParams& params, int64_t turn) {
+    ChatTemplateOptions options;
+    options.add_generation_prompt = true;
+    if (args.disable_thinking) options.extra_kwargs["enable_thinking"] = false;
+    LMRUN_ASSIGN_OR_RETURN(std::string rendered, llm.render_chat(messages, options));
+    LMRUN_ASSIGN_OR_RETURN(std::vector<int32_t> ids, llm.encode_prompt(Prompt::from_text(rendered), false));
+    std::string reply;
+    std::string error;
+    LLMEngine& engine = llm.engine();
+    LMRUN_RETURN_IF_ERROR(engine.add_request("chat-" + std::to_string(turn), std::move(ids), params,
+                                             [&](const CompletionDelta& delta) {
+                                                 std::cout << delta.text << std::flush;
+                                                 reply += delta.text;
+                                                 if (!delta.error_message.empty()) error = delta.error_message;
+                                             }));
+    while (engine.has_unfinished_requests()) engine.step();
+    std::cout << "\n";
+    if (!error.empty()) return make_error("{}", error);
+    return reply;
+}
+
+int run_chat(const ChatArgs& args) {
+    auto params = args.sampling.to_params();
+    if (!params.ok()) return log_error("{}", params.error().message), 2;
+    auto llm = LLM::create(args.engine.to_config());
+    if (!llm.ok()) return log_error("{}", llm.error().message), 1;
+    if (Status installed = install_template(**llm, args); !installed.ok()) {
+        return log_error("{}", installed.error().message), 2;
+    }
+    nlohmann::json messages = nlohmann::json::array();
+    if (!args.system_prompt.empty()) messages.push_back({{"role", "system"}, {"content", args.system_prompt}});
+    const size_t base_size = messages.size();
+    std::cout << "lmrun chat: type a message; /reset clears the history, /exit quits." << std::endl;
+    std::string line;
+    for (int64_t turn = 0;; ++turn) {
+        std::cout << "> " << std::flush;
+        if (!std::getline(std::cin, line) || line == "/exit" || line == "/quit") break;
+        if (line == "/reset") {
+            messages.erase(messages.begin() + int64_t(base_size), messages.end());
+            std::cout << "(history cleared)" << std::endl;
+            continue;
+        }
+        if (line.empty()) continue;
+        messages.push_back({{"role", "user"}, {"content", line}});
+        auto reply = answer(**llm, messages, args, params.value(), turn);
+        if (!reply.ok()) {
+            log_error("{}", reply.error().message);
+            messages.erase(messages.end() - 1);
+            continue;
+        }
+        messages.push_back({{"role", "assistant"}, {"content", reply.value()}});
+    }
+    return 0;
+}
+
+}  // namespace
+
+CommandRunner add_chat_command(CLI::App& app) {
+    auto args = std::make_shared<ChatArgs>();
+    CLI::App* command = app.add_subcommand("chat", "Chat interactively, streaming the replies");
+    args->engine.add_to(*command);
+    args->sampling.add_to(*command);
+    command->add_option("--system", args->system_prompt, "System prompt");
+    command->add_option("--chat-template", args->chat_template_file, "Jinja chat template file");
+    command->add_flag("--no-thinking", args->disable_thinking, "Pass enable_thinking=false to the template (Qwen3)");
+    return [args] { return run_chat(*args); };
+}
+
+}  // namespace lmrun::cli

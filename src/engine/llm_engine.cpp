@@ -1,0 +1,161 @@
+#include "engine/llm_engine.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/logging.h"
+#include "core/parallel.h"
+#include "core/timer.h"
+
+namespace lmrun {
+
+struct LLMEngine::Request {
+    std::string id;
+    std::vector<int32_t> prompt_ids;
+    SamplingParams params;
+    DeltaCallback on_delta;
+    std::vector<std::shared_ptr<Sequence>> seqs;  // index = completion index; children join after the prompt ran
+    std::vector<std::unique_ptr<OutputProcessor>> processors;
+    std::vector<CompletionOutput> outputs;
+    std::vector<uint64_t> seeds;
+    int32_t num_finished = 0;
+    RequestMetrics metrics;
+};
+
+const char* finish_reason_name(FinishReason reason) {
+    switch (reason) {
+        case FinishReason::None: return "";
+        case FinishReason::Stop: return "stop";
+        case FinishReason::Length: return "length";
+        case FinishReason::Abort: return "abort";
+        case FinishReason::Error: return "error";
+    }
+    return "";
+}
+
+namespace {
+
+Result<DType> resolve_dtype(const std::string& dtype, const ModelConfig& model_config) {
+    if (dtype == "float32" || dtype == "f32") return DType::F32;
+    if (dtype == "bfloat16" || dtype == "bf16") return DType::BF16;
+    if (dtype == "auto") return model_config.torch_dtype == DType::F32 ? DType::F32 : DType::BF16;
+    return make_error("dtype must be one of auto, float32, bfloat16; got \"{}\"", dtype);
+}
+
+uint64_t mix_seed(uint64_t seed, uint64_t salt) {
+    uint64_t x = seed ^ (salt * 0x9e3779b97f4a7c15ull);
+    x = (x ^ (x >> 31)) * 0xbf58476d1ce4e5b9ull;
+    return x ^ (x >> 29);
+}
+
+}  // namespace
+
+LLMEngine::~LLMEngine() = default;
+
+Result<std::unique_ptr<LLMEngine>> LLMEngine::create(const EngineConfig& config) {
+    configure_threads(config.num_threads);
+    std::unique_ptr<LLMEngine> engine(new LLMEngine());
+    engine->config_ = config;
+    LMRUN_ASSIGN_OR_RETURN(ModelConfig model_config, load_model_config(config.model_dir));
+    LMRUN_ASSIGN_OR_RETURN(DType dtype, resolve_dtype(config.dtype, model_config));
+    const std::string tokenizer_dir = config.tokenizer_dir.empty() ? config.model_dir : config.tokenizer_dir;
+    if (std::filesystem::exists(tokenizer_dir + "/tokenizer.json")) {
+        LMRUN_ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::from_dir(tokenizer_dir));
+    } else if (!config.tokenizer_dir.empty()) {
+        return make_error("{}: no tokenizer.json", tokenizer_dir);
+    }
+    Stopwatch load_timer;
+    LMRUN_ASSIGN_OR_RETURN(std::unique_ptr<CausalLM> model, CausalLM::load(config.model_dir, model_config, dtype));
+    log_info("loaded {} ({} layers, {:.1f} MiB of {} weights) in {:.2f} s", model_config.architecture,
+             model_config.num_hidden_layers, double(model->weight_nbytes()) / (1 << 20), dtype_name(dtype),
+             load_timer.elapsed_seconds());
+    LMRUN_ASSIGN_OR_RETURN(engine->runner_, ModelRunner::create(std::move(model), config.runner));
+
+    const ModelRunnerConfig& runner_config = engine->runner_->config();
+    engine->block_manager_ = std::make_unique<BlockManager>(
+        engine->runner_->num_kv_blocks(), runner_config.block_size, config.enable_prefix_caching,
+        config.block_hash_fn ? config.block_hash_fn : &default_block_hash);
+    engine->eos_token_ids_ = model_config.eos_token_ids;
+    if (engine->tokenizer_ && engine->tokenizer_->eos_token_id() &&
+        std::count(engine->eos_token_ids_.begin(), engine->eos_token_ids_.end(), *engine->tokenizer_->eos_token_id()) == 0) {
+        engine->eos_token_ids_.push_back(*engine->tokenizer_->eos_token_id());
+    }
+    SchedulerConfig scheduler_config;
+    scheduler_config.max_num_seqs = runner_config.max_num_seqs;
+    scheduler_config.max_num_batched_tokens = runner_config.max_num_batched_tokens;
+    scheduler_config.max_model_len = runner_config.max_model_len;
+    scheduler_config.enable_chunked_prefill = config.enable_chunked_prefill;
+    engine->scheduler_ = std::make_unique<Scheduler>(scheduler_config, *engine->block_manager_, engine->eos_token_ids_);
+    engine->runner_seqs_.reserve(size_t(runner_config.max_num_seqs));
+    engine->sampled_ids_.reserve(size_t(runner_config.max_num_seqs));
+    return engine;
+}
+
+Status LLMEngine::validate_request(const std::vector<int32_t>& prompt_ids, const SamplingParams& params) const {
+    LMRUN_RETURN_IF_ERROR(params.validate());
+    if (prompt_ids.empty()) return make_error("prompt must not be empty");
+    const int64_t vocab = model_config().vocab_size;
+    for (int32_t id : prompt_ids) {
+        if (id < 0 || id >= vocab) return make_error("prompt token id {} is outside the vocabulary [0, {})", id, vocab);
+    }
+    if (int64_t(prompt_ids.size()) >= max_model_len()) {
+        return make_error("prompt has {} tokens but the maximum context length is {} (prompt + at least 1 new token)",
+                          prompt_ids.size(), max_model_len());
+    }
+    if (!config_.enable_chunked_prefill && int64_t(prompt_ids.size()) > runner_->config().max_num_batched_tokens) {
+        return make_error("prompt has {} tokens, more than max_num_batched_tokens {} without chunked prefill",
+                          prompt_ids.size(), runner_->config().max_num_batched_tokens);
+    }
+    return ok_status();
+}
+
+Status LLMEngine::add_request(const std::string& request_id, std::vector<int32_t> prompt_ids,
+                              const SamplingParams& params, DeltaCallback on_delta) {
+    LMRUN_RETURN_IF_ERROR(validate_request(prompt_ids, params));
+    if (requests_.count(request_id)) return make_error("request id \"{}\" is already in use", request_id);
+    auto request = std::make_unique<Request>();
+    request->id = request_id;
+    request->params = params;
+    request->on_delta = std::move(on_delta);
+    request->metrics.arrival_time = now_seconds();
+    request->metrics.num_prompt_tokens = int64_t(prompt_ids.size());
+    request->prompt_ids = std::move(prompt_ids);
+    const uint64_t base_seed = params.seed ? *params.seed : mix_seed(config_.seed, uint64_t(next_seq_id_));
+    request->outputs.resize(size_t(params.n));
+    for (int32_t index = 0; index < params.n; ++index) {
+        request->seeds.push_back(index == 0 ? base_seed : mix_seed(base_seed, uint64_t(index)));
+        request->outputs[index].index = index;
+    }
+    // The first completion runs alone until its prompt is computed; the others then reuse its cached blocks.
+    auto seq = std::make_shared<Sequence>(next_seq_id_++, request->prompt_ids, params, request->metrics.arrival_time);
+    request->seqs.push_back(seq);
+    request->processors.push_back(std::make_unique<OutputProcessor>(tokenizer_.get(), params, request->prompt_ids));
+    request_of_seq_[seq->seq_id] = request.get();
+    scheduler_->add(seq);
+    requests_[request_id] = std::move(request);
+    return ok_status();
+}
+
+void LLMEngine::add_children(Request& request) {
+    for (int32_t index = 1; index < request.params.n; ++index) {
+        auto child = std::make_shared<Sequence>(next_seq_id_++, request.prompt_ids, request.params,
+                                                request.metrics.arrival_time);
+        request.seqs.push_back(child);
+        request.processors.push_back(
+            std::make_unique<OutputProcessor>(tokenizer_.get(), request.params, request.prompt_ids));
+        request_of_seq_[child->seq_id] = &request;
+        scheduler_->add(child);
+    }
+}
+
+bool LLMEngine::has_unfinished_requests() const { return !requests_.empty(); }
+
+EngineStats LLMEngine::stats() const {
+    EngineStats stats = stats_;
+    stats.num_preemptions = scheduler_->num_preemptions();
+    stats.prefix_cache_hits = block_manager_->prefix_cache_hits();
+    stats.prefix_cache_queries = block_manager_->prefix_cache_queries();
+    return stats;
+}
+
+}  // namespace lmrun

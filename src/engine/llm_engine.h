@@ -1,0 +1,95 @@
+// LLMEngine: the step loop of nano-vLLM's LLMEngine. add_request() queues a
+// request (prompt ids + SamplingParams, optionally a streaming callback);
+// step() runs one scheduler step through the ModelRunner, appends the sampled
+// tokens, detokenizes them, applies stop strings and reports deltas. Not
+// thread-safe: one thread drives it (the server runs it on its engine thread).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/result.h"
+#include "engine/block_manager.h"
+#include "engine/model_runner.h"
+#include "engine/output_processor.h"
+#include "engine/request_output.h"
+#include "engine/scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace lmrun {
+
+struct EngineConfig {
+    std::string model_dir;
+    std::string tokenizer_dir;         // empty: the model folder (no tokenizer there = token ids only)
+    std::string dtype = "auto";        // auto (checkpoint's), float32, bfloat16
+    ModelRunnerConfig runner;          // max_num_seqs, max_num_batched_tokens, max_model_len, block size, KV budget
+    bool enable_prefix_caching = true;
+    bool enable_chunked_prefill = true;
+    int num_threads = 0;               // 0 = one per core
+    uint64_t seed = 0;                 // seeds requests that bring no seed of their own
+    BlockHashFn block_hash_fn = nullptr;  // tests only: replace the prefix-cache hash (nullptr = xxhash)
+};
+
+using DeltaCallback = std::function<void(const CompletionDelta&)>;
+
+struct EngineStats {
+    int64_t num_steps = 0;
+    int64_t num_prompt_tokens_computed = 0;  // prompt tokens actually run through the model
+    int64_t num_generation_tokens = 0;
+    int64_t num_preemptions = 0;
+    int64_t prefix_cache_hits = 0;     // blocks
+    int64_t prefix_cache_queries = 0;  // blocks
+};
+
+class LLMEngine {
+public:
+    static Result<std::unique_ptr<LLMEngine>> create(const EngineConfig& config);
+    ~LLMEngine();
+
+    // Validates and queues a request. on_delta (optional) is called from step() with new text/tokens.
+    Status add_request(const std::string& request_id, std::vector<int32_t> prompt_ids, const SamplingParams& params,
+                       DeltaCallback on_delta = {});
+    // Ends a request now (client gone); its blocks are freed at once.
+    bool abort_request(const std::string& request_id);
+    // Runs one step. Returns the requests that finished in it.
+    std::vector<RequestOutput> step();
+    bool has_unfinished_requests() const;
+    size_t num_unfinished_requests() const { return requests_.size(); }
+
+    const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+    const ModelConfig& model_config() const { return runner_->model().config(); }
+    const EngineConfig& config() const { return config_; }
+    const Scheduler& scheduler() const { return *scheduler_; }
+    const BlockManager& block_manager() const { return *block_manager_; }
+    EngineStats stats() const;
+    int64_t max_model_len() const { return runner_->config().max_model_len; }
+
+private:
+    struct Request;
+    LLMEngine() = default;
+    Status validate_request(const std::vector<int32_t>& prompt_ids, const SamplingParams& params) const;
+    void fill_runner_sequences(const SchedulerOutput& output);
+    void process_sampled(const SchedulerOutput& output, std::span<const SampleResult> results);
+    void process_finished(Sequence& seq, std::vector<RequestOutput>& finished_outputs);
+    void add_children(Request& request);
+
+    EngineConfig config_;
+    std::unique_ptr<Tokenizer> tokenizer_;
+    std::unique_ptr<ModelRunner> runner_;
+    std::unique_ptr<BlockManager> block_manager_;
+    std::unique_ptr<Scheduler> scheduler_;
+    std::vector<int32_t> eos_token_ids_;
+    int64_t next_seq_id_ = 0;
+    std::unordered_map<std::string, std::unique_ptr<Request>> requests_;
+    std::unordered_map<int64_t, Request*> request_of_seq_;
+    // Per-step scratch, reused so a step does not reallocate.
+    std::vector<RunnerSequence> runner_seqs_;
+    std::vector<int32_t> sampled_ids_;
+    std::vector<std::vector<int32_t>> suppressed_ids_;
+    EngineStats stats_;
+};
+
+}  // namespace lmrun

@@ -1,0 +1,193 @@
+// LLMEngine::step and what it does with the sampled tokens.
+#include <algorithm>
+
+#include "core/timer.h"
+#include "engine/llm_engine.h"
+
+namespace lmrun {
+
+struct LLMEngine::Request;
+
+void LLMEngine::fill_runner_sequences(const SchedulerOutput& output) {
+    runner_seqs_.clear();
+    if (suppressed_ids_.size() < output.scheduled.size()) suppressed_ids_.resize(output.scheduled.size());
+    for (size_t i = 0; i < output.scheduled.size(); ++i) {
+        const ScheduledSequence& entry = output.scheduled[i];
+        const Sequence& seq = *entry.seq;
+        const Request& request = *request_of_seq_.at(seq.seq_id);
+        const SamplingParams& params = seq.params;
+        RunnerSequence runner_seq;
+        runner_seq.token_ids = seq.token_ids;
+        runner_seq.block_table = seq.block_table;
+        runner_seq.num_computed_tokens = seq.num_computed_tokens;
+        runner_seq.num_new_tokens = entry.num_new_tokens;
+        runner_seq.sample = entry.sample;
+        SamplingInputs& sampling = runner_seq.sampling;
+        sampling.temperature = params.temperature;
+        sampling.top_k = params.top_k;
+        sampling.top_p = params.top_p;
+        sampling.min_p = params.min_p;
+        sampling.repetition_penalty = params.repetition_penalty;
+        sampling.presence_penalty = params.presence_penalty;
+        sampling.frequency_penalty = params.frequency_penalty;
+        const size_t index = size_t(std::find_if(request.seqs.begin(), request.seqs.end(),
+                                                 [&](const auto& s) { return s.get() == &seq; }) -
+                                    request.seqs.begin());
+        sampling.seed = request.seeds[index];
+        sampling.step = seq.num_tokens();
+        sampling.prompt_ids = seq.prompt_token_ids();
+        sampling.output_ids = seq.completion_token_ids();
+        sampling.num_logprobs = params.logprobs ? *params.logprobs : -1;
+        // min_tokens: end-of-sequence and stop tokens cannot be sampled yet.
+        std::vector<int32_t>& suppressed = suppressed_ids_[i];
+        suppressed.clear();
+        if (seq.num_completion_tokens() < params.min_tokens) {
+            if (!params.ignore_eos) suppressed.insert(suppressed.end(), eos_token_ids_.begin(), eos_token_ids_.end());
+            suppressed.insert(suppressed.end(), params.stop_token_ids.begin(), params.stop_token_ids.end());
+        }
+        sampling.suppressed_ids = suppressed;
+        runner_seqs_.push_back(runner_seq);
+    }
+}
+
+namespace {
+
+TokenLogprob to_token_logprob(const SampleResult& result) {
+    TokenLogprob logprob;
+    logprob.token_id = result.token_id;
+    logprob.logprob = result.logprob;
+    for (int32_t i = 0; i < result.num_top; ++i) logprob.top.emplace_back(result.top_ids[i], result.top_logprobs[i]);
+    return logprob;
+}
+
+}  // namespace
+
+// Output processing of every sequence that sampled: text, stop strings, deltas.
+void LLMEngine::process_sampled(const SchedulerOutput& output, std::span<const SampleResult> results) {
+    const double now = now_seconds();
+    size_t next_result = 0;
+    for (const ScheduledSequence& entry : output.scheduled) {
+        if (!entry.sample) continue;
+        const SampleResult& result = results[next_result++];
+        Sequence& seq = *entry.seq;
+        Request& request = *request_of_seq_.at(seq.seq_id);
+        const size_t index = size_t(std::find_if(request.seqs.begin(), request.seqs.end(),
+                                                 [&](const auto& s) { return s.get() == &seq; }) -
+                                    request.seqs.begin());
+        if (request.metrics.first_token_time == 0) {
+            request.metrics.first_token_time = now;
+            request.metrics.num_cached_tokens = seq.num_cached_tokens;
+            if (request.params.n > 1) add_children(request);
+        }
+        request.metrics.last_token_time = now;
+        ++request.metrics.num_generation_tokens;
+        ++stats_.num_generation_tokens;
+        CompletionOutput& completion = request.outputs[index];
+        OutputProcessor& processor = *request.processors[index];
+        completion.token_ids.push_back(result.token_id);
+        if (request.params.logprobs) completion.logprobs.push_back(to_token_logprob(result));
+        bool stop_string = processor.add_token(result.token_id);
+        if (stop_string && !seq.is_finished()) {
+            scheduler_->finish(seq.seq_id, FinishReason::Stop);
+            completion.stop_reason = processor.matched_stop();
+        }
+        if (seq.is_finished()) processor.finish();
+        if (request.on_delta) {
+            CompletionDelta delta;
+            delta.request_id = request.id;
+            delta.index = int32_t(index);
+            delta.text = processor.take_new_text();
+            delta.token_ids.push_back(result.token_id);
+            if (request.params.logprobs) delta.logprobs.push_back(completion.logprobs.back());
+            delta.finished = seq.is_finished();
+            delta.finish_reason = seq.finish_reason;
+            request.on_delta(delta);
+        }
+    }
+}
+
+void LLMEngine::process_finished(Sequence& seq, std::vector<RequestOutput>& finished_outputs) {
+    auto found = request_of_seq_.find(seq.seq_id);
+    if (found == request_of_seq_.end()) return;
+    Request& request = *found->second;
+    request_of_seq_.erase(found);
+    const size_t index = size_t(std::find_if(request.seqs.begin(), request.seqs.end(),
+                                             [&](const auto& s) { return s.get() == &seq; }) -
+                                request.seqs.begin());
+    CompletionOutput& completion = request.outputs[index];
+    OutputProcessor& processor = *request.processors[index];
+    processor.finish();
+    completion.text = processor.text();
+    completion.finish_reason = seq.finish_reason;
+    completion.error_message = seq.error_message;
+    if (seq.finish_reason == FinishReason::Stop && completion.stop_reason.empty() && !completion.token_ids.empty()) {
+        completion.stop_reason = std::to_string(completion.token_ids.back());
+    }
+    // A failure before the first token never reaches process_sampled: report it here.
+    if (request.on_delta && (seq.finish_reason == FinishReason::Error || seq.finish_reason == FinishReason::Abort)) {
+        CompletionDelta delta;
+        delta.request_id = request.id;
+        delta.index = int32_t(index);
+        delta.text = processor.take_new_text();
+        delta.finished = true;
+        delta.finish_reason = seq.finish_reason;
+        delta.error_message = seq.error_message;
+        request.on_delta(delta);
+    }
+    // A request whose prompt failed never spawns its other completions.
+    bool children_pending = request.params.n > 1 && int32_t(request.seqs.size()) < request.params.n;
+    if (children_pending) request.num_finished = request.params.n - 1;
+    if (++request.num_finished < request.params.n) return;
+    request.metrics.finished_time = now_seconds();
+    RequestOutput output;
+    output.request_id = request.id;
+    output.prompt_token_ids = request.prompt_ids;
+    output.outputs = std::move(request.outputs);
+    output.finished = true;
+    output.metrics = request.metrics;
+    finished_outputs.push_back(std::move(output));
+    requests_.erase(request.id);
+}
+
+bool LLMEngine::abort_request(const std::string& request_id) {
+    auto found = requests_.find(request_id);
+    if (found == requests_.end()) return false;
+    std::vector<RequestOutput> ignored;
+    std::vector<std::shared_ptr<Sequence>> seqs = found->second->seqs;
+    for (const auto& seq : seqs) {
+        if (!seq->is_finished()) scheduler_->finish(seq->seq_id, FinishReason::Abort);
+    }
+    for (const auto& seq : seqs) process_finished(*seq, ignored);
+    // Children that never started: drop the request whole.
+    requests_.erase(request_id);
+    return true;
+}
+
+std::vector<RequestOutput> LLMEngine::step() {
+    std::vector<RequestOutput> finished_outputs;
+    SchedulerOutput output = scheduler_->schedule();
+    for (Sequence* seq : output.failed) process_finished(*seq, finished_outputs);
+    if (output.scheduled.empty()) return finished_outputs;
+    ++stats_.num_steps;
+    const double now = now_seconds();
+    for (const ScheduledSequence& entry : output.scheduled) {
+        Request& request = *request_of_seq_.at(entry.seq->seq_id);
+        if (request.metrics.first_scheduled_time == 0) request.metrics.first_scheduled_time = now;
+        if (entry.seq->num_computed_tokens < entry.seq->num_prompt_tokens) {
+            stats_.num_prompt_tokens_computed +=
+                std::min(entry.num_new_tokens, entry.seq->num_prompt_tokens - entry.seq->num_computed_tokens);
+        }
+    }
+    fill_runner_sequences(output);
+    std::span<const SampleResult> results = runner_->run(runner_seqs_);
+    sampled_ids_.clear();
+    for (const SampleResult& result : results) sampled_ids_.push_back(result.token_id);
+    scheduler_->postprocess(output, sampled_ids_);
+    process_sampled(output, results);
+    for (const ScheduledSequence& entry : output.scheduled) {
+        if (entry.seq->is_finished()) process_finished(*entry.seq, finished_outputs);
+    }
+    return finished_outputs;
+}
+
+}  // namespace lmrun
