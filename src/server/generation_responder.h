@@ -1,0 +1,34 @@
+// Turns a validated generation request (completions or chat) into its HTTP
+// response: submits the prompts to the engine thread, then either waits for
+// the final outputs and answers with one JSON object, or streams Server-Sent
+// Events chunk by chunk as the engine produces tokens. A client that goes away
+// mid-stream has its requests aborted. Internal to src/server.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "server/endpoint_context.h"
+
+namespace lmrun::server {
+
+enum class ApiKind { Completion, Chat };
+
+struct GenerationPlan {
+    ApiKind kind = ApiKind::Completion;
+    ResponseHeader header;
+    std::vector<EngineRequest> requests;  // one per prompt
+    int32_t n = 1;
+    bool stream = false;
+    bool include_usage = false;
+    bool logprobs = false;
+    std::vector<std::string> echo_prefixes;  // completions with echo: the prompt text, per prompt
+    std::vector<std::string> stop_strings;   // to tell a stop string from a stop token in stop_reason
+};
+
+void respond_generation(EndpointContext& context, GenerationPlan plan, httplib::Response& res);
+
+// vLLM's stop_reason: the stop string, the stop token id, or null (EOS / not stopped).
+Json stop_reason_json(const CompletionOutput& completion, const std::vector<std::string>& stop_strings);
+
+}  // namespace lmrun::server
