@@ -190,7 +190,9 @@ TEST(BlockManager, CachedFreeBlocksCountAgainstTheFreePool) {
 }
 
 // Ignores the tokens: every block at the same depth collides.
-uint64_t depth_only_hash(std::span<const int32_t>, uint64_t prefix_hash) { return prefix_hash + 1; }
+uint64_t depth_only_hash(std::span<const int32_t>, uint64_t prefix_hash) {
+    return prefix_hash + 1;
+}
 
 TEST(BlockManager, HashCollisionIsNotAHit) {
     BlockManager manager(8, 4, true, &depth_only_hash);

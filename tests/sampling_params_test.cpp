@@ -47,8 +47,10 @@ TEST(SamplingParams, RejectsEachInvalidValueNamingTheField) {
          "temperature must be in [0, 100], got -1"},
         {"huge temperature", [](SamplingParams& p) { p.temperature = 101.0f; },
          "temperature must be in [0, 100], got 101"},
-        {"nan temperature", [](SamplingParams& p) { p.temperature = NAN; }, "temperature must be in [0, 100], got nan"},
-        {"top_k -2", [](SamplingParams& p) { p.top_k = -2; }, "top_k must be -1 or 0 (disabled) or >= 1, got -2"},
+        {"nan temperature", [](SamplingParams& p) { p.temperature = NAN; },
+         "temperature must be in [0, 100], got nan"},
+        {"top_k -2", [](SamplingParams& p) { p.top_k = -2; },
+         "top_k must be -1 or 0 (disabled) or >= 1, got -2"},
         {"top_p 0", [](SamplingParams& p) { p.top_p = 0.0f; }, "top_p must be in (0, 1], got 0"},
         {"top_p 1.5", [](SamplingParams& p) { p.top_p = 1.5f; }, "top_p must be in (0, 1], got 1.5"},
         {"min_p -0.1", [](SamplingParams& p) { p.min_p = -0.1f; }, "min_p must be in [0, 1], got -0.1"},
@@ -58,8 +60,15 @@ TEST(SamplingParams, RejectsEachInvalidValueNamingTheField) {
          "min_tokens must be in [0, max_tokens=16], got -1"},
         {"min_tokens > max_tokens", [](SamplingParams& p) { p.min_tokens = 17; },
          "min_tokens must be in [0, max_tokens=16], got 17"},
-        {"empty stop string", [](SamplingParams& p) { p.stop = {"a", ""}; }, "stop[1] must not be an empty string"},
-        {"negative stop token", [](SamplingParams& p) { p.stop_token_ids = {5, -3}; },
+        {"empty stop string",
+         [](SamplingParams& p) {
+             p.stop = {"a", ""};
+         },
+         "stop[1] must not be an empty string"},
+        {"negative stop token",
+         [](SamplingParams& p) {
+             p.stop_token_ids = {5, -3};
+         },
          "stop_token_ids[1] must be >= 0, got -3"},
         {"repetition_penalty 0", [](SamplingParams& p) { p.repetition_penalty = 0.0f; },
          "repetition_penalty must be in (0, 100], got 0"},

@@ -232,7 +232,8 @@ TEST(Scheduler, PreemptsTheNewestSequenceWhenBlocksRunOut) {
 }
 
 TEST(Scheduler, OutputsUnaffectedByPreemptionWithPrefixCaching) {
-    const std::vector<std::pair<int64_t, int64_t>> workload = {{9, 12}, {3, 20}, {14, 7}, {6, 15}, {11, 9}, {2, 18}};
+    const std::vector<std::pair<int64_t, int64_t>> workload = {{9, 12}, {3, 20}, {14, 7},
+                                                               {6, 15}, {11, 9}, {2, 18}};
     auto run = [&](int64_t num_blocks, int64_t max_num_batched_tokens) {
         Harness h(make_config(max_num_batched_tokens), num_blocks, 4);
         for (size_t i = 0; i < workload.size(); ++i) {
@@ -253,7 +254,8 @@ TEST(Scheduler, OutputsUnaffectedByPreemptionWithPrefixCaching) {
             ASSERT_LE(result.output.num_batched_tokens, max_num_batched_tokens);
         }
         for (size_t i = 0; i < workload.size(); ++i) {
-            EXPECT_EQ(h.completion(static_cast<int64_t>(i)), fake_completion(static_cast<int64_t>(i), workload[i].second));
+            EXPECT_EQ(h.completion(static_cast<int64_t>(i)),
+                      fake_completion(static_cast<int64_t>(i), workload[i].second));
             EXPECT_EQ(h.seqs[static_cast<int64_t>(i)]->finish_reason, FinishReason::Length);
         }
         EXPECT_EQ(h.block_manager.num_free_blocks(), num_blocks);
@@ -312,6 +314,47 @@ TEST(Scheduler, FailsPromptsLongerThanTheModelOrEmpty) {
     EXPECT_FALSE(h.scheduler.has_unfinished());
 }
 
+TEST(Scheduler, ChecksPromptsUpFront) {
+    SchedulerConfig config = make_config(16);
+    config.max_model_len = 40;
+    Harness h(config, 8, 4);  // 32 tokens of cache
+    EXPECT_TRUE(h.scheduler.check_prompt(Sequence(1, distinct_prompt(1, 32), {})).ok());
+    const std::vector<std::pair<int64_t, std::string>> cases = {
+        {0, "prompt is empty"},
+        {33, "prompt of 33 tokens needs 9 KV blocks but the cache has 8"},
+        {41, "prompt of 41 tokens exceeds max_model_len 40"},
+    };
+    for (const auto& [num_tokens, message] : cases) {
+        Status status = h.scheduler.check_prompt(Sequence(1, distinct_prompt(1, num_tokens), {}));
+        ASSERT_FALSE(status.ok());
+        EXPECT_EQ(status.error().message, message);
+    }
+    config.enable_chunked_prefill = false;
+    Harness unchunked(config, 8, 4);
+    Status status = unchunked.scheduler.check_prompt(Sequence(1, distinct_prompt(1, 17), {}));
+    ASSERT_FALSE(status.ok());
+    EXPECT_EQ(status.error().message,
+              "prompt of 17 tokens exceeds max_num_batched_tokens 16 and chunked prefill is disabled");
+}
+
+TEST(Scheduler, RunsAForkedChildFromItsSharedBlocks) {
+    Harness h(make_config(64), 16, 4, /*prefix_caching=*/false);
+    auto parent = h.add(1, 10, 2);
+    h.expect_steps({{{{1, 10, true}}, {}, {}, {1}, {}, 13}});
+    // n = 2: the child has the parent's prompt and reuses its 2 full blocks.
+    SamplingParams params;
+    params.max_tokens = 2;
+    auto child = std::make_shared<Sequence>(2, distinct_prompt(1, 10), params);
+    h.block_manager.fork(*parent, *child);
+    h.seqs[2] = child;
+    h.scheduler.add(child);
+    h.expect_steps({
+        {{{1, 1, true}, {2, 2, true}}, {}, {1}, {2}, {}, 13},
+        {{{2, 1, true}}, {}, {2}, {}, {}, 16},
+    });
+    EXPECT_EQ(child->num_cached_tokens, 8);
+}
+
 TEST(Scheduler, RespectsMaxNumSeqs) {
     Harness h(make_config(64, /*max_num_seqs=*/2), 16, 4);
     h.add(1, 3, 1);
@@ -348,15 +391,31 @@ TEST(Scheduler, AppliesTokenStopRules) {
         {"second eos id", stop_params(8), {5, 3, 7}, 4096, {5, 3}, FinishReason::Stop},
         {"ignore_eos", stop_params(3, 0, true), {5, kEos, 7}, 4096, {5, kEos, 7}, FinishReason::Length},
         {"stop token id", stop_params(8, 0, false, {7}), {5, 6, 7, 8}, 4096, {5, 6, 7}, FinishReason::Stop},
-        {"stop token id despite ignore_eos", stop_params(8, 0, true, {kEos}), {5, kEos}, 4096, {5, kEos},
+        {"stop token id despite ignore_eos",
+         stop_params(8, 0, true, {kEos}),
+         {5, kEos},
+         4096,
+         {5, kEos},
          FinishReason::Stop},
         {"max_tokens", stop_params(2), {5, 6, 7}, 4096, {5, 6}, FinishReason::Length},
         {"eos on the last allowed token", stop_params(2), {5, kEos}, 4096, {5, kEos}, FinishReason::Stop},
-        {"min_tokens suppresses eos", stop_params(8, 3), {kEos, kEos, kEos, 9}, 4096, {kEos, kEos, kEos},
+        {"min_tokens suppresses eos",
+         stop_params(8, 3),
+         {kEos, kEos, kEos, 9},
+         4096,
+         {kEos, kEos, kEos},
          FinishReason::Stop},
-        {"min_tokens suppresses stop ids", stop_params(8, 2, false, {7}), {7, 6, 7}, 4096, {7, 6, 7},
+        {"min_tokens suppresses stop ids",
+         stop_params(8, 2, false, {7}),
+         {7, 6, 7},
+         4096,
+         {7, 6, 7},
          FinishReason::Stop},
-        {"min_tokens does not outlast max_tokens", stop_params(2, 2), {kEos, 6}, 4096, {kEos, 6},
+        {"min_tokens does not outlast max_tokens",
+         stop_params(2, 2),
+         {kEos, 6},
+         4096,
+         {kEos, 6},
          FinishReason::Length},
         {"max_model_len", stop_params(8), {5, 6, 7, 8}, 6, {5, 6, 7}, FinishReason::Length},
     };
