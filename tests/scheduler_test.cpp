@@ -135,6 +135,16 @@ SchedulerConfig make_config(int64_t max_num_batched_tokens, int64_t max_num_seqs
     return config;
 }
 
+SamplingParams stop_params(int64_t max_tokens, int64_t min_tokens = 0, bool ignore_eos = false,
+                           std::vector<int32_t> stop_token_ids = {}) {
+    SamplingParams params;
+    params.max_tokens = max_tokens;
+    params.min_tokens = min_tokens;
+    params.ignore_eos = ignore_eos;
+    params.stop_token_ids = std::move(stop_token_ids);
+    return params;
+}
+
 TEST(Scheduler, PrefillsThenDecodes) {
     Harness h(make_config(64), 16, 4);
     h.add(1, 5, 3);
@@ -314,6 +324,23 @@ TEST(Scheduler, FailsPromptsLongerThanTheModelOrEmpty) {
     EXPECT_FALSE(h.scheduler.has_unfinished());
 }
 
+TEST(Scheduler, NeverSharesBlocksBeforeTheirKvIsComputed) {
+    Harness h(make_config(64), 16, 4);
+    const std::vector<int32_t> prompt = distinct_prompt(0, 12);
+    auto a = h.add(1, prompt, stop_params(3));
+    auto b = h.add(2, prompt, stop_params(3));
+    // Same step: a's blocks are allocated but not yet written when b is admitted.
+    h.expect_steps({{{{1, 12, true}, {2, 12, true}}, {}, {}, {1, 2}, {}, 10}});
+    EXPECT_EQ(b->num_cached_tokens, 0);
+    for (size_t i = 0; i < 3; ++i) EXPECT_NE(a->block_table[i], b->block_table[i]);
+    EXPECT_EQ(h.block_manager.prefix_cache_hits(), 0);
+    // Once computed they are shared: c takes 2 blocks (its last block is recomputed).
+    auto c = h.add(3, prompt, stop_params(1));
+    h.expect_steps({{{{1, 1, true}, {2, 1, true}, {3, 4, true}}, {}, {3}, {1, 2}, {}, 8}});
+    EXPECT_EQ(c->num_cached_tokens, 8);
+    EXPECT_EQ(h.block_manager.prefix_cache_hits(), 2);
+}
+
 TEST(Scheduler, ChecksPromptsUpFront) {
     SchedulerConfig config = make_config(16);
     config.max_model_len = 40;
@@ -374,16 +401,6 @@ struct StopCase {
     std::vector<int32_t> expected_completion;
     FinishReason expected_reason;
 };
-
-SamplingParams stop_params(int64_t max_tokens, int64_t min_tokens = 0, bool ignore_eos = false,
-                           std::vector<int32_t> stop_token_ids = {}) {
-    SamplingParams params;
-    params.max_tokens = max_tokens;
-    params.min_tokens = min_tokens;
-    params.ignore_eos = ignore_eos;
-    params.stop_token_ids = std::move(stop_token_ids);
-    return params;
-}
 
 TEST(Scheduler, AppliesTokenStopRules) {
     const std::vector<StopCase> cases = {
