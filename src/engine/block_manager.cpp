@@ -50,7 +50,8 @@ int64_t BlockManager::match_prefix(const Sequence& seq, std::vector<int32_t>& ca
     const std::span<const int32_t> token_ids(seq.token_ids);
     uint64_t prefix_hash = kFirstPrefixHash;
     for (int64_t i = 0; i < max_cached_blocks; ++i) {
-        auto block_tokens = token_ids.subspan(static_cast<size_t>(i * block_size_), static_cast<size_t>(block_size_));
+        auto block_tokens =
+            token_ids.subspan(static_cast<size_t>(i * block_size_), static_cast<size_t>(block_size_));
         const uint64_t hash = hash_fn_(block_tokens, prefix_hash);
         auto it = hash_to_block_id_.find(hash);
         if (it == hash_to_block_id_.end()) break;
@@ -74,15 +75,18 @@ int64_t BlockManager::num_reusable(std::span<const int32_t> cached_block_ids) co
 bool BlockManager::can_allocate(const Sequence& seq, std::span<const int32_t> cached_block_ids,
                                 int64_t num_new_tokens) const {
     const auto num_cached_blocks = static_cast<int64_t>(cached_block_ids.size());
-    LMRUN_CHECK(num_cached_blocks == 0 || seq.block_table.empty(), "cached blocks for a sequence with blocks");
-    const int64_t num_computed = num_cached_blocks > 0 ? num_cached_blocks * block_size_ : seq.num_computed_tokens;
+    LMRUN_CHECK(num_cached_blocks == 0 || seq.block_table.empty(),
+                "cached blocks for a sequence with blocks");
+    const int64_t num_computed =
+        num_cached_blocks > 0 ? num_cached_blocks * block_size_ : seq.num_computed_tokens;
     const int64_t num_held = static_cast<int64_t>(seq.block_table.size()) + num_cached_blocks;
     const int64_t num_needed = std::max<int64_t>(num_blocks_for(num_computed + num_new_tokens) - num_held, 0);
     // Cached blocks with no owner sit in the free list: taking them shrinks it.
     return num_needed <= num_free_blocks_ - num_reusable(cached_block_ids);
 }
 
-void BlockManager::allocate(Sequence& seq, std::span<const int32_t> cached_block_ids, int64_t num_new_tokens) {
+void BlockManager::allocate(Sequence& seq, std::span<const int32_t> cached_block_ids,
+                            int64_t num_new_tokens) {
     LMRUN_CHECK(can_allocate(seq, cached_block_ids, num_new_tokens), "allocate without room");
     const bool is_fresh = seq.block_table.empty() && seq.num_computed_tokens == 0;
     for (int32_t block_id : cached_block_ids) {
@@ -110,22 +114,27 @@ bool BlockManager::can_append(const Sequence& seq, int64_t num_new_tokens) const
 
 void BlockManager::may_append(Sequence& seq, int64_t num_new_tokens) {
     const int64_t num_needed = num_blocks_for(seq.num_computed_tokens + num_new_tokens);
-    LMRUN_CHECK(num_needed - static_cast<int64_t>(seq.block_table.size()) <= num_free_blocks_, "append without room");
-    while (static_cast<int64_t>(seq.block_table.size()) < num_needed) seq.block_table.push_back(allocate_block());
+    LMRUN_CHECK(num_needed - static_cast<int64_t>(seq.block_table.size()) <= num_free_blocks_,
+                "append without room");
+    while (static_cast<int64_t>(seq.block_table.size()) < num_needed)
+        seq.block_table.push_back(allocate_block());
 }
 
 void BlockManager::cache_computed_blocks(Sequence& seq) {
     if (!enable_prefix_caching_) return;
     const int64_t num_full_blocks = seq.num_computed_tokens / block_size_;
-    LMRUN_CHECK(num_full_blocks <= static_cast<int64_t>(seq.block_table.size()), "computed past the block table");
+    LMRUN_CHECK(num_full_blocks <= static_cast<int64_t>(seq.block_table.size()),
+                "computed past the block table");
     const std::span<const int32_t> token_ids(seq.token_ids);
     for (int64_t i = seq.num_hashed_blocks; i < num_full_blocks; ++i) {
         const int32_t block_id = seq.block_table[static_cast<size_t>(i)];
         Block& block = blocks_[static_cast<size_t>(block_id)];
         if (block.has_hash) continue;  // shared through fork and already registered by its owner
         const uint64_t prefix_hash =
-            i == 0 ? kFirstPrefixHash : blocks_[static_cast<size_t>(seq.block_table[static_cast<size_t>(i - 1)])].hash;
-        auto block_tokens = token_ids.subspan(static_cast<size_t>(i * block_size_), static_cast<size_t>(block_size_));
+            i == 0 ? kFirstPrefixHash
+                   : blocks_[static_cast<size_t>(seq.block_table[static_cast<size_t>(i - 1)])].hash;
+        auto block_tokens =
+            token_ids.subspan(static_cast<size_t>(i * block_size_), static_cast<size_t>(block_size_));
         block.hash = hash_fn_(block_tokens, prefix_hash);
         block.prefix_hash = prefix_hash;
         block.has_hash = true;
@@ -147,7 +156,8 @@ void BlockManager::deallocate(Sequence& seq) {
 }
 
 void BlockManager::fork(const Sequence& parent, Sequence& child) {
-    LMRUN_CHECK(child.block_table.empty() && child.num_computed_tokens == 0, "fork into a sequence with blocks");
+    LMRUN_CHECK(child.block_table.empty() && child.num_computed_tokens == 0,
+                "fork into a sequence with blocks");
     // Like match_prefix, leave the child at least one token to compute so it has logits.
     const int64_t num_shared_blocks =
         std::min(parent.num_computed_tokens, std::max<int64_t>(child.num_tokens() - 1, 0)) / block_size_;
@@ -198,8 +208,10 @@ void BlockManager::push_free_back(int32_t block_id) {
     block.prev_free = free_tail_;
     block.next_free = -1;
     block.is_free = true;
-    if (free_tail_ >= 0) blocks_[static_cast<size_t>(free_tail_)].next_free = block_id;
-    else free_head_ = block_id;
+    if (free_tail_ >= 0)
+        blocks_[static_cast<size_t>(free_tail_)].next_free = block_id;
+    else
+        free_head_ = block_id;
     free_tail_ = block_id;
     ++num_free_blocks_;
 }
@@ -207,10 +219,14 @@ void BlockManager::push_free_back(int32_t block_id) {
 void BlockManager::unlink_free(int32_t block_id) {
     Block& block = blocks_[static_cast<size_t>(block_id)];
     LMRUN_CHECK(block.is_free, "KV block %d is not free", block_id);
-    if (block.prev_free >= 0) blocks_[static_cast<size_t>(block.prev_free)].next_free = block.next_free;
-    else free_head_ = block.next_free;
-    if (block.next_free >= 0) blocks_[static_cast<size_t>(block.next_free)].prev_free = block.prev_free;
-    else free_tail_ = block.prev_free;
+    if (block.prev_free >= 0)
+        blocks_[static_cast<size_t>(block.prev_free)].next_free = block.next_free;
+    else
+        free_head_ = block.next_free;
+    if (block.next_free >= 0)
+        blocks_[static_cast<size_t>(block.next_free)].prev_free = block.prev_free;
+    else
+        free_tail_ = block.prev_free;
     block.prev_free = block.next_free = -1;
     block.is_free = false;
     --num_free_blocks_;

@@ -35,7 +35,7 @@ using BlockHashFn = uint64_t (*)(std::span<const int32_t> token_ids, uint64_t pr
 uint64_t default_block_hash(std::span<const int32_t> token_ids, uint64_t prefix_hash);
 
 class BlockManager {
-public:
+  public:
     // Seed of the first block's hash chain.
     static constexpr uint64_t kFirstPrefixHash = 0x6c6d72756e6b7631ull;
 
@@ -83,7 +83,7 @@ public:
     int32_t ref_count(int32_t block_id) const { return blocks_[static_cast<size_t>(block_id)].ref_count; }
     bool is_cached(int32_t block_id) const;  // registered in the prefix cache
 
-private:
+  private:
     struct Block {
         int32_t ref_count = 0;
         bool has_hash = false;

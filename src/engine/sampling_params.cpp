@@ -7,12 +7,14 @@ namespace {
 
 // Written as !(lo <= x <= hi) so that NaN is rejected too.
 Status check_closed(const char* field, float value, float lo, float hi) {
-    if (!(value >= lo && value <= hi)) return make_error("{} must be in [{}, {}], got {}", field, lo, hi, value);
+    if (!(value >= lo && value <= hi))
+        return make_error("{} must be in [{}, {}], got {}", field, lo, hi, value);
     return ok_status();
 }
 
 Status check_half_open(const char* field, float value, float lo, float hi) {
-    if (!(value > lo && value <= hi)) return make_error("{} must be in ({}, {}], got {}", field, lo, hi, value);
+    if (!(value > lo && value <= hi))
+        return make_error("{} must be in ({}, {}], got {}", field, lo, hi, value);
     return ok_status();
 }
 

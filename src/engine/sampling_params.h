@@ -15,21 +15,21 @@
 namespace lmrun {
 
 struct SamplingParams {
-    float temperature = 1.0f;          // [0, 100]; 0 = greedy
-    int32_t top_k = 0;                 // 0 or -1 = disabled; else >= 1
-    float top_p = 1.0f;                // (0, 1]; 1 = disabled
-    float min_p = 0.0f;                // [0, 1]; 0 = disabled
-    int64_t max_tokens = 16;           // >= 1 completion tokens
-    int64_t min_tokens = 0;            // [0, max_tokens]; eos/stop tokens do not stop before this many
-    std::vector<std::string> stop;     // non-empty strings
+    float temperature = 1.0f;             // [0, 100]; 0 = greedy
+    int32_t top_k = 0;                    // 0 or -1 = disabled; else >= 1
+    float top_p = 1.0f;                   // (0, 1]; 1 = disabled
+    float min_p = 0.0f;                   // [0, 1]; 0 = disabled
+    int64_t max_tokens = 16;              // >= 1 completion tokens
+    int64_t min_tokens = 0;               // [0, max_tokens]; eos/stop tokens do not stop before this many
+    std::vector<std::string> stop;        // non-empty strings
     std::vector<int32_t> stop_token_ids;  // each >= 0
     bool ignore_eos = false;
     std::optional<uint64_t> seed;
-    float repetition_penalty = 1.0f;   // (0, 100]; 1 = disabled
-    float presence_penalty = 0.0f;     // [-2, 2]
-    float frequency_penalty = 0.0f;    // [-2, 2]
-    int32_t n = 1;                     // [1, 128] completions per prompt
-    std::optional<int32_t> logprobs;   // [0, 20] top logprobs returned per sampled token
+    float repetition_penalty = 1.0f;  // (0, 100]; 1 = disabled
+    float presence_penalty = 0.0f;    // [-2, 2]
+    float frequency_penalty = 0.0f;   // [-2, 2]
+    int32_t n = 1;                    // [1, 128] completions per prompt
+    std::optional<int32_t> logprobs;  // [0, 20] top logprobs returned per sampled token
     bool skip_special_tokens = true;
 
     // Error names the field, its allowed range and the value, e.g.

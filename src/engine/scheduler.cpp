@@ -8,7 +8,8 @@
 
 namespace lmrun {
 
-Scheduler::Scheduler(const SchedulerConfig& config, BlockManager& block_manager, std::vector<int32_t> eos_token_ids)
+Scheduler::Scheduler(const SchedulerConfig& config, BlockManager& block_manager,
+                     std::vector<int32_t> eos_token_ids)
     : config_(config), block_manager_(block_manager), eos_token_ids_(std::move(eos_token_ids)) {
     LMRUN_CHECK(config.max_num_seqs >= 1 && config.max_num_batched_tokens >= 1 && config.max_model_len >= 1,
                 "bad scheduler config");
@@ -79,8 +80,10 @@ void Scheduler::schedule_waiting(int64_t& token_budget, SchedulerOutput& output)
         Sequence& seq = *waiting_.front();
         if (!check_admissible(seq, output)) continue;  // failed and removed
         int64_t num_computed = seq.num_computed_tokens;
-        if (seq.block_table.empty()) num_computed = block_manager_.match_prefix(seq, cached_block_ids_);
-        else cached_block_ids_.clear();  // forked: holds its shared blocks already
+        if (seq.block_table.empty())
+            num_computed = block_manager_.match_prefix(seq, cached_block_ids_);
+        else
+            cached_block_ids_.clear();  // forked: holds its shared blocks already
         int64_t num_new_tokens = seq.num_tokens() - num_computed;
         if (!config_.enable_chunked_prefill && num_new_tokens > token_budget) break;
         num_new_tokens = std::min(num_new_tokens, token_budget);
@@ -99,33 +102,31 @@ void Scheduler::schedule_waiting(int64_t& token_budget, SchedulerOutput& output)
     }
 }
 
-bool Scheduler::check_admissible(Sequence& seq, SchedulerOutput& output) {
+Status Scheduler::check_prompt(const Sequence& seq) const {
     const int64_t num_tokens = seq.num_tokens();
-    if (num_tokens == 0) {
-        fail(seq, "prompt is empty", output);
-        return false;
-    }
+    if (num_tokens == 0) return make_error("prompt is empty");
     if (num_tokens > config_.max_model_len) {
-        fail(seq, fmt::format("prompt of {} tokens exceeds max_model_len {}", num_tokens, config_.max_model_len),
-             output);
-        return false;
+        return make_error("prompt of {} tokens exceeds max_model_len {}", num_tokens, config_.max_model_len);
     }
     const int64_t num_blocks_needed = block_manager_.num_blocks_for(num_tokens);
     if (num_blocks_needed > block_manager_.num_blocks()) {
-        fail(seq,
-             fmt::format("prompt of {} tokens needs {} KV blocks but the cache has {}", num_tokens,
-                         num_blocks_needed, block_manager_.num_blocks()),
-             output);
-        return false;
+        return make_error("prompt of {} tokens needs {} KV blocks but the cache has {}", num_tokens,
+                          num_blocks_needed, block_manager_.num_blocks());
     }
     if (!config_.enable_chunked_prefill && num_tokens > config_.max_num_batched_tokens) {
-        fail(seq,
-             fmt::format("prompt of {} tokens exceeds max_num_batched_tokens {} and chunked prefill is disabled",
-                         num_tokens, config_.max_num_batched_tokens),
-             output);
-        return false;
+        return make_error(
+            "prompt of {} tokens exceeds max_num_batched_tokens {} and chunked prefill is disabled",
+            num_tokens, config_.max_num_batched_tokens);
     }
-    return true;
+    return ok_status();
+}
+
+bool Scheduler::check_admissible(Sequence& seq, SchedulerOutput& output) {
+    // Checked again at admission: a preempted sequence has grown since add().
+    Status status = check_prompt(seq);
+    if (status.ok()) return true;
+    fail(seq, status.error().message, output);
+    return false;
 }
 
 void Scheduler::preempt(Sequence& seq, SchedulerOutput& output) {
@@ -185,7 +186,8 @@ std::vector<Sequence*> Scheduler::postprocess(const SchedulerOutput& output,
         Sequence& seq = *entry.seq;
         int32_t token_id = -1;
         if (entry.sample) {
-            LMRUN_CHECK(next_sampled < sampled_token_ids.size(), "fewer sampled tokens than sampling sequences");
+            LMRUN_CHECK(next_sampled < sampled_token_ids.size(),
+                        "fewer sampled tokens than sampling sequences");
             token_id = sampled_token_ids[next_sampled++];
         }
         if (seq.is_finished()) continue;  // finished (aborted) between schedule() and now
@@ -205,7 +207,8 @@ std::vector<Sequence*> Scheduler::postprocess(const SchedulerOutput& output,
 
 bool Scheduler::finish(int64_t seq_id, FinishReason reason) {
     for (auto* queue : {&running_, &waiting_}) {
-        auto it = std::find_if(queue->begin(), queue->end(), [seq_id](const auto& s) { return s->seq_id == seq_id; });
+        auto it = std::find_if(queue->begin(), queue->end(),
+                               [seq_id](const auto& s) { return s->seq_id == seq_id; });
         if (it == queue->end()) continue;
         finish_sequence(**it, reason);
         queue->erase(it);

@@ -10,6 +10,7 @@
 // which are recomputed with its prompt on re-admission. A sequence that cannot fit
 // in the whole cache finishes with FinishReason::Error instead of waiting forever.
 //
+// Not thread-safe: one engine thread calls everything (abort requests included).
 // Lifetime: the caller keeps a shared_ptr to each sequence it adds at least until it
 // has seen the sequence finish; the Sequence* in outputs point to those objects.
 #pragma once
@@ -49,11 +50,16 @@ struct SchedulerOutput {
 };
 
 class Scheduler {
-public:
+  public:
     Scheduler(const SchedulerConfig& config, BlockManager& block_manager, std::vector<int32_t> eos_token_ids);
 
-    // Queues a new sequence (status Waiting). The caller validates params and prompt
-    // length beforehand; an empty or over-long prompt still fails (Error) at admission.
+    // Whether seq could ever be admitted: a non-empty prompt within max_model_len, that
+    // fits in the whole KV cache (and in one step without chunked prefill). The engine
+    // calls it before add() to reject a request up front (e.g. HTTP 400).
+    Status check_prompt(const Sequence& seq) const;
+
+    // Queues a new sequence (status Waiting). One that fails check_prompt() is not
+    // lost: it finishes with FinishReason::Error when it reaches the queue's front.
     void add(std::shared_ptr<Sequence> seq);
 
     SchedulerOutput schedule();
@@ -63,7 +69,8 @@ public:
     // (sampled_token_ids holds one per such entry, in order), applies the token-level
     // stop rules and frees finished sequences' blocks. Returns the sequences that
     // finished in this step.
-    std::vector<Sequence*> postprocess(const SchedulerOutput& output, std::span<const int32_t> sampled_token_ids);
+    std::vector<Sequence*> postprocess(const SchedulerOutput& output,
+                                       std::span<const int32_t> sampled_token_ids);
 
     // Ends a sequence now (client gone: Abort; stop string matched: Stop) and frees
     // its blocks. Returns false if no unfinished sequence has this id.
@@ -77,7 +84,7 @@ public:
     const std::deque<std::shared_ptr<Sequence>>& waiting() const { return waiting_; }
     const std::deque<std::shared_ptr<Sequence>>& running() const { return running_; }
 
-private:
+  private:
     bool schedule_running(Sequence& seq, int64_t num_new_tokens, SchedulerOutput& output);
     void schedule_waiting(int64_t& token_budget, SchedulerOutput& output);
     bool check_admissible(Sequence& seq, SchedulerOutput& output);

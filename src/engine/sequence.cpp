@@ -9,20 +9,28 @@ namespace lmrun {
 
 const char* to_string(SequenceStatus status) {
     switch (status) {
-        case SequenceStatus::Waiting: return "waiting";
-        case SequenceStatus::Running: return "running";
-        case SequenceStatus::Finished: return "finished";
+        case SequenceStatus::Waiting:
+            return "waiting";
+        case SequenceStatus::Running:
+            return "running";
+        case SequenceStatus::Finished:
+            return "finished";
     }
     return "unknown";
 }
 
 const char* to_string(FinishReason reason) {
     switch (reason) {
-        case FinishReason::None: return "none";
-        case FinishReason::Stop: return "stop";
-        case FinishReason::Length: return "length";
-        case FinishReason::Abort: return "abort";
-        case FinishReason::Error: return "error";
+        case FinishReason::None:
+            return "none";
+        case FinishReason::Stop:
+            return "stop";
+        case FinishReason::Length:
+            return "length";
+        case FinishReason::Abort:
+            return "abort";
+        case FinishReason::Error:
+            return "error";
     }
     return "unknown";
 }

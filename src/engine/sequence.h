@@ -28,7 +28,7 @@ const char* to_string(SequenceStatus status);
 const char* to_string(FinishReason reason);
 
 class Sequence {
-public:
+  public:
     Sequence(int64_t seq_id, std::vector<int32_t> prompt_token_ids, SamplingParams params,
              double arrival_time = now_seconds());
 
@@ -49,8 +49,8 @@ public:
     std::vector<int32_t> block_table;
     SamplingParams params;
     FinishReason finish_reason = FinishReason::None;
-    std::string error_message;       // set when finish_reason == Error
-    bool preempted = false;          // true after a preemption until the sequence finishes
+    std::string error_message;  // set when finish_reason == Error
+    bool preempted = false;     // true after a preemption until the sequence finishes
     int64_t num_preemptions = 0;
     double arrival_time;
 
