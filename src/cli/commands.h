@@ -13,5 +13,6 @@ using CommandRunner = std::function<int()>;
 CommandRunner add_generate_command(CLI::App& app);
 CommandRunner add_chat_command(CLI::App& app);
 CommandRunner add_bench_command(CLI::App& app);
+CommandRunner add_serve_command(CLI::App& app);
 
 }  // namespace lmrun::cli

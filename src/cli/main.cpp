@@ -2,6 +2,7 @@
 //   lmrun generate --model DIR --prompt "..."     offline generation
 //   lmrun chat --model DIR                        interactive chat
 //   lmrun bench --model DIR                       prefill / decode throughput
+//   lmrun serve --model DIR                       OpenAI-compatible HTTP server
 #include <cstdio>
 #include <map>
 
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
     commands["generate"] = lmrun::cli::add_generate_command(app);
     commands["chat"] = lmrun::cli::add_chat_command(app);
     commands["bench"] = lmrun::cli::add_bench_command(app);
+    commands["serve"] = lmrun::cli::add_serve_command(app);
     CLI11_PARSE(app, argc, argv);
     for (auto& [name, run] : commands) {
         if (app.got_subcommand(name)) return run();
