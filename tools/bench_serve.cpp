@@ -1,0 +1,328 @@
+// bench_serve: a serving benchmark in the manner of `vllm bench serve`. Sends
+// N streaming /v1/completions requests to a running server, either at a
+// request rate (Poisson arrivals) or as fast as a fixed concurrency allows,
+// with random token-id prompts of fixed lengths or prompts from a JSONL file,
+// and reports request throughput, output tokens/s, and mean/median/p99 of time
+// to first token (TTFT), time per output token (TPOT, after the first) and
+// inter-token latency (ITL, between streamed chunks).
+//
+//   bench_serve --base-url http://127.0.0.1:8000 --num-prompts 200 --max-concurrency 16
+//               --random-input-len 128 --random-output-len 128
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "core/timer.h"
+
+namespace {
+
+using Json = nlohmann::json;
+
+struct BenchArgs {
+    std::string base_url = "http://127.0.0.1:8000";
+    std::string model;
+    std::string api_key;
+    int num_prompts = 100;
+    double request_rate = INFINITY;  // requests/s; inf = all at once (bounded by max_concurrency)
+    int max_concurrency = 0;         // 0 = unbounded
+    int random_input_len = 128;
+    int random_output_len = 128;
+    int random_max_token_id = 500;   // random prompt ids are drawn from [3, this)
+    std::string dataset;             // JSONL {"prompt": text | [ids], "max_tokens"?: n}
+    uint64_t seed = 0;
+    std::string json_output;
+};
+
+struct BenchRequest {
+    Json prompt;
+    int64_t max_tokens = 0;
+};
+
+struct RequestResult {
+    bool ok = false;
+    std::string error;
+    int64_t prompt_tokens = 0;
+    int64_t output_tokens = 0;
+    double ttft = 0;
+    double latency = 0;
+    std::vector<double> itls;
+};
+
+std::vector<BenchRequest> random_requests(const BenchArgs& args) {
+    std::mt19937_64 generator(args.seed);
+    std::uniform_int_distribution<int> token(3, std::max(4, args.random_max_token_id) - 1);
+    std::vector<BenchRequest> requests;
+    for (int i = 0; i < args.num_prompts; ++i) {
+        Json ids = Json::array();
+        for (int t = 0; t < args.random_input_len; ++t) ids.push_back(token(generator));
+        requests.push_back({std::move(ids), args.random_output_len});
+    }
+    return requests;
+}
+
+bool file_requests(const BenchArgs& args, std::vector<BenchRequest>& requests) {
+    std::ifstream in(args.dataset);
+    if (!in) return fmt::print(stderr, "{}: cannot open\n", args.dataset), false;
+    std::string line;
+    while (std::getline(in, line) && int(requests.size()) < args.num_prompts) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        Json record = Json::parse(line, nullptr, false);
+        if (record.is_discarded() || !record.contains("prompt")) {
+            return fmt::print(stderr, "{}: each line needs {{\"prompt\": ...}}\n", args.dataset), false;
+        }
+        requests.push_back({record["prompt"], record.value("max_tokens", int64_t(args.random_output_len))});
+    }
+    if (requests.empty()) return fmt::print(stderr, "{}: no prompts\n", args.dataset), false;
+    return true;
+}
+
+// Feeds SSE bytes; calls on_data(json) per "data: {...}" event.
+class SseParser {
+public:
+    template <typename OnData>
+    void feed(const char* data, size_t size, OnData on_data) {
+        buffer_.append(data, size);
+        size_t end;
+        while ((end = buffer_.find("\n\n")) != std::string::npos) {
+            std::string event = buffer_.substr(0, end);
+            buffer_.erase(0, end + 2);
+            if (event.rfind("data: ", 0) != 0) continue;
+            std::string payload = event.substr(6);
+            if (payload == "[DONE]") continue;
+            Json json = Json::parse(payload, nullptr, false);
+            if (!json.is_discarded()) on_data(json);
+        }
+    }
+
+private:
+    std::string buffer_;
+};
+
+RequestResult run_request(const BenchArgs& args, const std::string& model, const BenchRequest& request) {
+    httplib::Client client(args.base_url);
+    client.set_read_timeout(600, 0);
+    httplib::Headers headers;
+    if (!args.api_key.empty()) headers.emplace("Authorization", "Bearer " + args.api_key);
+    Json body = {{"model", model},          {"prompt", request.prompt},     {"max_tokens", request.max_tokens},
+                 {"temperature", 0},        {"ignore_eos", true},           {"stream", true},
+                 {"stream_options", {{"include_usage", true}}}};
+    RequestResult result;
+    SseParser parser;
+    const double start = lmrun::now_seconds();
+    double last = 0;
+    auto on_event = [&](const Json& event) {
+        const double now = lmrun::now_seconds();
+        if (event.contains("error")) result.error = event["error"].dump();
+        if (event.contains("usage") && event["usage"].is_object()) {
+            result.prompt_tokens = event["usage"].value("prompt_tokens", int64_t(0));
+            result.output_tokens = event["usage"].value("completion_tokens", int64_t(0));
+        }
+        if (!event.contains("choices") || event["choices"].empty()) return;
+        if (event["choices"][0].value("text", std::string()).empty()) return;
+        if (last == 0) result.ttft = now - start;
+        else result.itls.push_back(now - last);
+        last = now;
+    };
+    httplib::Request http_request;
+    http_request.method = "POST";
+    http_request.path = "/v1/completions";
+    http_request.headers = headers;
+    http_request.set_header("Content-Type", "application/json");
+    http_request.body = body.dump();
+    http_request.content_receiver = [&](const char* data, size_t size, uint64_t, uint64_t) {
+        parser.feed(data, size, on_event);
+        return true;
+    };
+    auto response = client.send(http_request);
+    if (!response) {
+        result.error = "connection failed: " + httplib::to_string(response.error());
+        return result;
+    }
+    if (response->status != 200) {
+        result.error = fmt::format("HTTP {}", response->status);
+        return result;
+    }
+    result.latency = lmrun::now_seconds() - start;
+    result.ok = result.error.empty() && result.output_tokens > 0;
+    return result;
+}
+
+struct Summary {
+    double mean = 0, median = 0, p99 = 0;
+};
+
+Summary summarize(std::vector<double> values) {
+    Summary summary;
+    if (values.empty()) return summary;
+    std::sort(values.begin(), values.end());
+    double total = 0;
+    for (double value : values) total += value;
+    summary.mean = total / double(values.size());
+    const size_t n = values.size();
+    summary.median = n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+    // Linear interpolation between closest ranks, as numpy.percentile does.
+    const double rank = 0.99 * double(n - 1);
+    const size_t below = size_t(rank);
+    const size_t above = std::min(below + 1, n - 1);
+    summary.p99 = values[below] + (values[above] - values[below]) * (rank - double(below));
+    return summary;
+}
+
+// Arrival offsets in seconds: Poisson process at `rate`, or all at 0.
+std::vector<double> arrival_times(int count, double rate, uint64_t seed) {
+    std::vector<double> times(size_t(count), 0.0);
+    if (!std::isfinite(rate) || rate <= 0) return times;
+    std::mt19937_64 generator(seed + 1);
+    std::exponential_distribution<double> gap(rate);
+    double t = 0;
+    for (double& time : times) {
+        time = t;
+        t += gap(generator);
+    }
+    return times;
+}
+
+std::vector<RequestResult> run_all(const BenchArgs& args, const std::string& model,
+                                   const std::vector<BenchRequest>& requests, double& duration) {
+    std::vector<RequestResult> results(requests.size());
+    const std::vector<double> arrivals = arrival_times(int(requests.size()), args.request_rate, args.seed);
+    int num_workers = args.max_concurrency > 0 ? args.max_concurrency : int(requests.size());
+    num_workers = std::clamp(num_workers, 1, 1024);
+    std::atomic<size_t> next{0};
+    const double start = lmrun::now_seconds();
+    std::vector<std::thread> workers;
+    for (int w = 0; w < num_workers; ++w) {
+        workers.emplace_back([&] {
+            for (size_t i = next++; i < requests.size(); i = next++) {
+                const double wait = start + arrivals[i] - lmrun::now_seconds();
+                if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+                results[i] = run_request(args, model, requests[i]);
+            }
+        });
+    }
+    for (std::thread& worker : workers) worker.join();
+    duration = lmrun::now_seconds() - start;
+    return results;
+}
+
+Json report(const BenchArgs& args, const std::vector<RequestResult>& results, double duration) {
+    int64_t num_ok = 0, input_tokens = 0, output_tokens = 0;
+    std::vector<double> ttfts, tpots, itls;
+    for (const RequestResult& result : results) {
+        if (!result.ok) continue;
+        ++num_ok;
+        input_tokens += result.prompt_tokens;
+        output_tokens += result.output_tokens;
+        ttfts.push_back(result.ttft * 1e3);
+        if (result.output_tokens > 1) {
+            tpots.push_back((result.latency - result.ttft) * 1e3 / double(result.output_tokens - 1));
+        }
+        for (double itl : result.itls) itls.push_back(itl * 1e3);
+    }
+    const Summary ttft = summarize(ttfts), tpot = summarize(tpots), itl = summarize(itls);
+    Json json = {{"num_prompts", results.size()},
+                 {"completed", num_ok},
+                 {"failed", int64_t(results.size()) - num_ok},
+                 {"max_concurrency", args.max_concurrency},
+                 {"request_rate", std::isfinite(args.request_rate) ? Json(args.request_rate) : Json("inf")},
+                 {"duration_s", duration},
+                 {"total_input_tokens", input_tokens},
+                 {"total_output_tokens", output_tokens},
+                 {"request_throughput", double(num_ok) / duration},
+                 {"output_throughput", double(output_tokens) / duration},
+                 {"total_token_throughput", double(input_tokens + output_tokens) / duration}};
+    for (auto [name, summary] : {std::pair{"ttft_ms", ttft}, {"tpot_ms", tpot}, {"itl_ms", itl}}) {
+        json[std::string("mean_") + name] = summary.mean;
+        json[std::string("median_") + name] = summary.median;
+        json[std::string("p99_") + name] = summary.p99;
+    }
+    return json;
+}
+
+void print_report(const Json& json) {
+    auto row = [](const char* label, const auto& value) { fmt::print("{:<40}{:>12}\n", label, value); };
+    auto row2 = [](const char* label, double value) { fmt::print("{:<40}{:>12.2f}\n", label, value); };
+    fmt::print("{:=^52}\n", " Serving Benchmark Result ");
+    row("Successful requests:", json["completed"].get<int64_t>());
+    row("Failed requests:", json["failed"].get<int64_t>());
+    row("Maximum request concurrency:", json["max_concurrency"].get<int64_t>());
+    row2("Benchmark duration (s):", json["duration_s"]);
+    row("Total input tokens:", json["total_input_tokens"].get<int64_t>());
+    row("Total generated tokens:", json["total_output_tokens"].get<int64_t>());
+    row2("Request throughput (req/s):", json["request_throughput"]);
+    row2("Output token throughput (tok/s):", json["output_throughput"]);
+    row2("Total token throughput (tok/s):", json["total_token_throughput"]);
+    const std::pair<const char*, const char*> sections[] = {
+        {"Time to First Token", "ttft"}, {"Time per Output Token (excl. 1st token)", "tpot"}, {"Inter-token Latency", "itl"}};
+    for (const auto& [title, key] : sections) {
+        fmt::print("{:-^52}\n", std::string(" ") + title + " ");
+        row2(fmt::format("Mean {} (ms):", key).c_str(), json[fmt::format("mean_{}_ms", key)]);
+        row2(fmt::format("Median {} (ms):", key).c_str(), json[fmt::format("median_{}_ms", key)]);
+        row2(fmt::format("P99 {} (ms):", key).c_str(), json[fmt::format("p99_{}_ms", key)]);
+    }
+    fmt::print("{:=^52}\n", "");
+}
+
+// The served model's name, from GET /v1/models.
+std::string first_model(const BenchArgs& args) {
+    httplib::Client client(args.base_url);
+    httplib::Headers headers;
+    if (!args.api_key.empty()) headers.emplace("Authorization", "Bearer " + args.api_key);
+    auto response = client.Get("/v1/models", headers);
+    if (!response || response->status != 200) return {};
+    Json json = Json::parse(response->body, nullptr, false);
+    if (json.is_discarded() || !json.contains("data") || json["data"].empty()) return {};
+    return json["data"][0].value("id", std::string());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"bench_serve: benchmark a running lmrun (or any OpenAI-compatible) server"};
+    BenchArgs args;
+    app.add_option("--base-url", args.base_url, "Server URL")->capture_default_str();
+    app.add_option("--model", args.model, "Model name (default: the first of /v1/models)");
+    app.add_option("--api-key", args.api_key, "Bearer token");
+    app.add_option("--num-prompts", args.num_prompts, "Requests to send")->capture_default_str();
+    app.add_option("--request-rate", args.request_rate, "Requests per second, Poisson arrivals (default: inf)");
+    app.add_option("--max-concurrency", args.max_concurrency, "Requests in flight at most (0 = unbounded)");
+    app.add_option("--random-input-len", args.random_input_len, "Prompt tokens per random request")->capture_default_str();
+    app.add_option("--random-output-len", args.random_output_len, "Output tokens per request")->capture_default_str();
+    app.add_option("--random-max-token-id", args.random_max_token_id, "Random prompt ids are < this")->capture_default_str();
+    app.add_option("--dataset", args.dataset, "JSONL prompts {\"prompt\": text or ids, \"max_tokens\"?: n}");
+    app.add_option("--seed", args.seed, "Seed of the random prompts and arrivals");
+    app.add_option("--json-output", args.json_output, "Also write the results as JSON here");
+    CLI11_PARSE(app, argc, argv);
+    if (args.num_prompts < 1 || args.random_input_len < 1 || args.random_output_len < 1) {
+        return fmt::print(stderr, "--num-prompts, --random-input-len and --random-output-len must be >= 1\n"), 2;
+    }
+    std::string model = args.model.empty() ? first_model(args) : args.model;
+    if (model.empty()) return fmt::print(stderr, "{}: no model found at /v1/models\n", args.base_url), 1;
+    std::vector<BenchRequest> requests;
+    if (args.dataset.empty()) requests = random_requests(args);
+    else if (!file_requests(args, requests)) return 2;
+    fmt::print("model {}: {} requests, concurrency {}, rate {}\n", model, requests.size(),
+               args.max_concurrency > 0 ? std::to_string(args.max_concurrency) : "unbounded", args.request_rate);
+    double duration = 0;
+    std::vector<RequestResult> results = run_all(args, model, requests, duration);
+    for (const RequestResult& result : results) {
+        if (!result.ok) {
+            fmt::print(stderr, "first failure: {}\n", result.error.empty() ? "no tokens" : result.error);
+            break;
+        }
+    }
+    Json json = report(args, results, duration);
+    print_report(json);
+    if (!args.json_output.empty()) std::ofstream(args.json_output) << json.dump(2) << "\n";
+    return json["failed"].get<int64_t>() == 0 ? 0 : 1;
+}
