@@ -30,3 +30,16 @@ if ((${#missing[@]})); then
     $SUDO apt-get update -qq
     $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# Server integration tests: the official OpenAI client library (npm package `openai`)
+# under Node, pinned by tests/server/package-lock.json. node and npm come with the
+# machine (Debian's npm package conflicts with them: do not apt-get it).
+SERVER_TESTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/server"
+if ! command -v npm >/dev/null 2>&1; then
+    echo "install_deps: npm not found; the server integration tests need node >= 20 and npm" >&2
+    exit 1
+fi
+if [ ! -f "$SERVER_TESTS_DIR/node_modules/openai/package.json" ]; then
+    echo "install_deps: npm ci in tests/server"
+    (cd "$SERVER_TESTS_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+fi

@@ -44,19 +44,23 @@ std::string format_completion_delta(StreamState& state, const CompletionDelta& d
         logprobs = completion_logprobs(delta.logprobs, token_text, state.text_offsets[index]);
         for (const TokenLogprob& entry : delta.logprobs) state.text_offsets[index] += int64_t(token_text(entry.token_id).size());
     }
-    if (text.empty() && !delta.finished && logprobs.is_null()) return {};
-    return sse_event(completion_chunk(state.plan.header, delta.index, text, std::move(logprobs), delta.finish_reason,
-                                      state.plan.include_usage));
+    if (text.empty() && !delta.finished && logprobs.is_null() && !state.plan.return_token_ids) return {};
+    Json chunk = completion_chunk(state.plan.header, delta.index, text, std::move(logprobs), delta.finish_reason,
+                                  state.plan.include_usage);
+    if (state.plan.return_token_ids) chunk["choices"][0]["token_ids"] = delta.token_ids;
+    return sse_event(chunk);
 }
 
 std::string format_chat_delta(StreamState& state, const CompletionDelta& delta, const TokenTextFn& token_text) {
     Json logprobs = nullptr;
     if (state.plan.logprobs && !delta.logprobs.empty()) logprobs = chat_logprobs(delta.logprobs, token_text);
-    if (delta.text.empty() && !delta.finished && logprobs.is_null()) return {};
+    if (delta.text.empty() && !delta.finished && logprobs.is_null() && !state.plan.return_token_ids) return {};
     Json content = Json::object();
     if (!delta.text.empty() || !delta.finished) content["content"] = delta.text;
-    return sse_event(chat_chunk(state.plan.header, delta.index, std::move(content), std::move(logprobs),
-                                delta.finish_reason, state.plan.include_usage));
+    Json chunk = chat_chunk(state.plan.header, delta.index, std::move(content), std::move(logprobs),
+                            delta.finish_reason, state.plan.include_usage);
+    if (state.plan.return_token_ids) chunk["choices"][0]["token_ids"] = delta.token_ids;
+    return sse_event(chunk);
 }
 
 std::string format_event(StreamState& state, StreamEvent& event, const TokenTextFn& token_text) {
@@ -149,12 +153,17 @@ Json choices_of(EndpointContext& context, const GenerationPlan& plan, const std:
                 if (plan.logprobs) logprobs = chat_logprobs(completion.logprobs, token_text);
                 choices.push_back(chat_choice(completion.index, completion.text, std::move(logprobs),
                                               completion.finish_reason, std::move(stop_reason)));
-                continue;
+            } else {
+                if (plan.logprobs) logprobs = completion_logprobs(completion.logprobs, token_text, 0);
+                std::string text = p < plan.echo_prefixes.size() ? plan.echo_prefixes[p] + completion.text
+                                                                 : completion.text;
+                choices.push_back(completion_choice(completion.index, text, std::move(logprobs),
+                                                    completion.finish_reason, std::move(stop_reason)));
             }
-            if (plan.logprobs) logprobs = completion_logprobs(completion.logprobs, token_text, 0);
-            std::string text = p < plan.echo_prefixes.size() ? plan.echo_prefixes[p] + completion.text : completion.text;
-            choices.push_back(completion_choice(completion.index, text, std::move(logprobs), completion.finish_reason,
-                                                std::move(stop_reason)));
+            if (plan.return_token_ids) {
+                choices.back()["token_ids"] = completion.token_ids;
+                choices.back()["prompt_token_ids"] = outputs[p].prompt_token_ids;
+            }
         }
     }
     return choices;

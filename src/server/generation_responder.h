@@ -22,6 +22,7 @@ struct GenerationPlan {
     bool stream = false;
     bool include_usage = false;
     bool logprobs = false;
+    bool return_token_ids = false;
     std::vector<std::string> echo_prefixes;  // completions with echo: the prompt text, per prompt
     std::vector<std::string> stop_strings;   // to tell a stop string from a stop token in stop_reason
 };

@@ -160,6 +160,7 @@ MaybeError read_sampling_fields(const Json& body, GenerationRequest& request) {
         if (!body["model"].is_string()) return wrong_type("model", "a string");
         request.model = body["model"].get<std::string>();
     }
+    LMRUN_RETURN_IF_API_ERROR(read_bool(body, "return_token_ids", request.return_token_ids));
     LMRUN_RETURN_IF_API_ERROR(refuse_unsupported(body));
     return read_stream_fields(body, request);
 }

@@ -34,6 +34,7 @@ struct GenerationRequest {
     bool max_tokens_given = false;     // false: the endpoint's default applies (see prompt_processor.h)
     bool stream = false;
     bool include_usage = false;        // stream_options.include_usage
+    bool return_token_ids = false;     // vLLM extension: choices carry token_ids (and prompt_token_ids)
 };
 
 struct CompletionRequest : GenerationRequest {

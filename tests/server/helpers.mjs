@@ -1,0 +1,105 @@
+// Starts the real `lmrun serve` on a free loopback port for the integration
+// tests and stops it again. LMRUN_BIN names the binary (CTest sets it; default
+// build/lmrun), LMRUN_TESTDATA the shared test data (default ../shared/testdata
+// beside the source tree).
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const sourceRoot = path.resolve(here, '..', '..');
+
+export const testdataDir = process.env.LMRUN_TESTDATA || path.resolve(sourceRoot, '..', 'shared', 'testdata');
+export const lmrunBin = process.env.LMRUN_BIN || path.join(sourceRoot, 'build', 'lmrun');
+export const storiesDir = path.join(testdataDir, 'stories260k');
+export const plainChatTemplate = path.join(here, 'plain_chat_template.jinja');
+
+export function storiesGoldens() {
+  return JSON.parse(readFileSync(path.join(storiesDir, 'expected.json'), 'utf8')).cases;
+}
+
+// Resolves once the server logs its port and /health answers 200.
+export async function startServer(extraArgs = [], { timeoutMs = 60000 } = {}) {
+  const args = ['serve', '--model', storiesDir, '--host', '127.0.0.1', '--port', '0',
+    '--threads', '1', '--kv-cache-memory', '0.25', ...extraArgs];
+  const proc = spawn(lmrunBin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  const port = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${log}`)), timeoutMs);
+    proc.stderr.on('data', (data) => {
+      log += data.toString();
+      const match = log.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
+      if (match) {
+        clearTimeout(timer);
+        resolve(Number(match[1]));
+      }
+    });
+    exited.then(({ code }) => reject(new Error(`server exited with ${code}:\n${log}`)));
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    try {
+      if ((await fetch(`${url}/health`)).status === 200) break;
+    } catch { /* not yet */ }
+    await sleep(50);
+  }
+  return {
+    url,
+    port,
+    proc,
+    log: () => log,
+    // SIGTERM, then the exit code (null if it had to be killed).
+    async stop({ timeoutMs: stopTimeoutMs = 30000 } = {}) {
+      if (proc.exitCode !== null) return proc.exitCode;
+      proc.kill('SIGTERM');
+      const timer = setTimeout(() => proc.kill('SIGKILL'), stopTimeoutMs);
+      const { code } = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+    exited,
+  };
+}
+
+export function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+// Prometheus text -> { 'name{labels}': value }.
+export async function scrapeMetrics(url) {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const values = {};
+  for (const line of text.split('\n')) {
+    if (!line || line.startsWith('#')) continue;
+    const space = line.lastIndexOf(' ');
+    values[line.slice(0, space)] = Number(line.slice(space + 1));
+  }
+  return values;
+}
+
+export function metric(values, name, extraLabel = '') {
+  const key = Object.keys(values).find((k) => k.startsWith(`${name}{`) && k.includes(extraLabel));
+  if (key === undefined) throw new Error(`metric ${name} ${extraLabel} not found`);
+  return values[key];
+}
+
+export async function postJson(url, path_, body, headers = {}) {
+  const response = await fetch(`${url}${path_}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await response.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: response.status, headers: response.headers, text, json };
+}
+
+// Reads an SSE response body to the end: the list of raw events and parsed data objects.
+export async function readSse(response) {
+  const text = await response.text();
+  const events = text.split('\n\n');
+  return { text, events, data: events.filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice(6))) };
+}
