@@ -84,6 +84,11 @@ void AsyncEngine::stop() {
     if (thread_.joinable()) thread_.join();
 }
 
+bool AsyncEngine::accepting() const {
+    std::lock_guard lock(mutex_);
+    return accepting_;
+}
+
 int64_t AsyncEngine::num_admitted_sequences() const {
     std::lock_guard lock(mutex_);
     return num_admitted_sequences_;

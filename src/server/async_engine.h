@@ -56,6 +56,7 @@ public:
     void abort_all();
     void stop();
 
+    bool accepting() const;
     int64_t admission_limit() const { return options_.max_num_seqs + options_.max_queued_requests; }
     int64_t num_admitted_sequences() const;
 

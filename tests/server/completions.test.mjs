@@ -28,7 +28,7 @@ test('greedy completions from token ids equal the goldens (all cases at once)', 
   assert.equal(goldens.length, 7);
   const responses = await Promise.all(goldens.map((golden) => client.completions.create({
     model, prompt: golden.prompt_ids, max_tokens: golden.max_new_tokens, temperature: 0,
-    stop_token_ids: [1], return_token_ids: true,
+    stop_token_ids: [1], ignore_eos: true, return_token_ids: true,
   })));
   responses.forEach((response, i) => {
     const golden = goldens[i];
@@ -48,7 +48,8 @@ test('greedy completions from token ids equal the goldens (all cases at once)', 
 test('a text prompt is tokenized like the goldens', async () => {
   const golden = storiesGoldens().find((g) => g.name === 'prompt1');
   const response = await client.completions.create({
-    model, prompt: golden.prompt_text, max_tokens: golden.max_new_tokens, temperature: 0, return_token_ids: true,
+    model, prompt: golden.prompt_text, max_tokens: golden.max_new_tokens, temperature: 0, ignore_eos: true,
+    return_token_ids: true,
   });
   assert.deepEqual(response.choices[0].prompt_token_ids, golden.prompt_ids);
   assert.deepEqual(response.choices[0].token_ids, golden.output_ids);
@@ -58,7 +59,7 @@ test('a text prompt is tokenized like the goldens', async () => {
 test('greedy streaming completions equal the goldens', async () => {
   const golden = storiesGoldens().find((g) => g.name === 'prompt2');
   const stream = await client.completions.create({
-    model, prompt: golden.prompt_ids, max_tokens: golden.max_new_tokens, temperature: 0, stream: true,
+    model, prompt: golden.prompt_ids, max_tokens: golden.max_new_tokens, temperature: 0, ignore_eos: true, stream: true,
     stream_options: { include_usage: true }, return_token_ids: true,
   });
   let text = '';
@@ -112,7 +113,8 @@ test('sampled streaming text equals the non-streamed text for the same seed (n =
 test('several prompts in one request get consecutive choice indices', async () => {
   const goldens = storiesGoldens().filter((g) => g.name === 'prompt3' || g.name === 'prompt4');
   const response = await client.completions.create({
-    model, prompt: goldens.map((g) => g.prompt_ids), max_tokens: 20, temperature: 0, return_token_ids: true,
+    model, prompt: goldens.map((g) => g.prompt_ids), max_tokens: 20, temperature: 0, ignore_eos: true,
+    return_token_ids: true,
   });
   assert.equal(response.choices.length, 2);
   goldens.forEach((golden, i) => {
@@ -127,7 +129,7 @@ test('stop strings end the text before the match', async () => {
   const text = golden.decoded_text_output_only;
   const stop = text.slice(40, 48);
   const response = await client.completions.create({
-    model, prompt: golden.prompt_ids, max_tokens: golden.max_new_tokens, temperature: 0, stop,
+    model, prompt: golden.prompt_ids, max_tokens: golden.max_new_tokens, temperature: 0, ignore_eos: true, stop,
   });
   assert.equal(response.choices[0].text, text.slice(0, text.indexOf(stop)));
   assert.equal(response.choices[0].finish_reason, 'stop');
