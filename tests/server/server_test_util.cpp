@@ -9,8 +9,11 @@ namespace lmrun::server::testing {
 std::vector<StoriesGolden> stories_goldens() {
     std::vector<StoriesGolden> goldens;
     for (const auto& item : lmrun::testing::read_json_file(lmrun::testing::testdata_path("stories260k/expected.json"))["cases"]) {
-        goldens.push_back({item["name"], item["prompt_text"], item["prompt_ids"].get<std::vector<int32_t>>(),
-                           item["output_ids"].get<std::vector<int32_t>>(), item["decoded_text_output_only"],
+        // The continuation as it reads after the prompt: run.c's stdout minus the prompt text.
+        const std::string prompt_text = item["prompt_text"];
+        const std::string full_text = item["decoded_text_prompt_plus_output"];
+        goldens.push_back({item["name"], prompt_text, item["prompt_ids"].get<std::vector<int32_t>>(),
+                           item["output_ids"].get<std::vector<int32_t>>(), full_text.substr(prompt_text.size()),
                            !item["stopped_on_token"].is_null()});
     }
     return goldens;
