@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/logging.h"
+#include "core/parallel.h"
 #include "core/timer.h"
 
 namespace lmrun::server {
@@ -103,6 +104,9 @@ void AsyncEngine::release(int64_t num_sequences) {
 }
 
 void AsyncEngine::run() {
+    // OpenMP's thread count is per calling thread: the engine's --threads was set on the thread
+    // that created it, and this thread would otherwise run its parallel loops with the default.
+    configure_threads(engine_->config().num_threads);
     for (;;) {
         std::vector<Submission> submissions;
         std::vector<std::string> aborts;
