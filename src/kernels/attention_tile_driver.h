@@ -1,0 +1,125 @@
+// Internal: the ISA-independent body of one attention tile, instantiated by each ISA's
+// translation unit with its vector Ops (anonymous namespace so the AVX-512 instantiation can
+// never replace the AVX2 one at link time).
+//
+// Flash-attention style online softmax: keys are walked in chunks of ≤ kKeyChunk inside one
+// cache block; each chunk's K/V rows are loaded (BF16 widened to F32) once and used by every
+// (token, head) row of the tile, i.e. by the whole GQA group. Per row we keep the running max
+// m, the running sum l and the unnormalised output o, rescaled when m grows.
+#pragma once
+
+#include <cmath>
+#include <limits>
+
+#include "kernels/attention_tile.h"
+
+namespace lmrun::kernels {
+namespace {
+
+// Local min/max instead of <algorithm>: a std:: template instantiated here with AVX-512 flags
+// is a shared (COMDAT) symbol the linker could hand to AVX2 callers.
+inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+inline float max_f32(float a, float b) { return a > b ? a : b; }
+
+struct TileRows {
+    float* q;  // [rows, head_dim], pre-multiplied by scale
+    float* o;  // [rows, head_dim]
+    float* m;
+    float* l;
+    float* k_chunk;  // [kKeyChunk, head_dim] when the cache is BF16
+    float* v_chunk;
+    float* scores;  // [kKeyChunk]
+};
+
+inline TileRows carve_scratch(float* scratch, int64_t head_dim) {
+    TileRows t;
+    t.q = scratch;
+    t.o = t.q + kTileRows * head_dim;
+    t.m = t.o + kTileRows * head_dim;
+    t.l = t.m + kTileRows;
+    t.k_chunk = t.l + kTileRows;
+    t.v_chunk = t.k_chunk + kKeyChunk * head_dim;
+    t.scores = t.v_chunk + kKeyChunk * head_dim;
+    return t;
+}
+
+// Points at `count` consecutive keys (or values) of one kv head, as F32 rows; returns the stride.
+template <typename Ops>
+int64_t chunk_rows(const Ops& ops, const void* base, const KvCacheLayer& cache, int64_t slot,
+                   int64_t kv_head, int64_t count, float* buffer, const float** rows) {
+    int64_t head_dim = ops.head_dim();
+    int64_t stride = cache.num_kv_heads * head_dim;
+    int64_t first = (slot * cache.num_kv_heads + kv_head) * head_dim;
+    if (cache.dtype == DType::F32) {
+        *rows = static_cast<const float*>(base) + first;
+        return stride;
+    }
+    const uint16_t* src = static_cast<const uint16_t*>(base) + first;
+    for (int64_t j = 0; j < count; ++j) ops.widen_bf16(src + j * stride, buffer + j * head_dim);
+    *rows = buffer;
+    return head_dim;
+}
+
+template <typename Ops>
+void attend_chunk(const Ops& ops, const TileRows& t, int64_t row, int64_t num_keys,
+                  const float* keys, int64_t key_stride, const float* values, int64_t value_stride) {
+    const int64_t head_dim = ops.head_dim();
+    float* o = t.o + row * head_dim;
+    ops.scores(t.q + row * head_dim, keys, key_stride, num_keys, t.scores);
+    float m_new = t.m[row];
+    for (int64_t j = 0; j < num_keys; ++j) m_new = max_f32(m_new, t.scores[j]);
+    if (m_new > t.m[row] && t.l[row] > 0.0f) {
+        float correction = std::exp(t.m[row] - m_new);
+        t.l[row] *= correction;
+        ops.scale(o, correction);
+    }
+    t.m[row] = m_new;
+    t.l[row] += ops.exp_and_sum(t.scores, num_keys, m_new);
+    ops.accumulate(o, t.scores, num_keys, values, value_stride);
+}
+
+template <typename Ops>
+void attention_tile(const Ops& ops, const AttentionArgs& a, const AttentionTile& w, float* scratch) {
+    const int64_t head_dim = ops.head_dim();
+    const KvCacheLayer& cache = a.cache;
+    const int64_t group = a.num_heads / cache.num_kv_heads;
+    const int64_t q_begin = a.cu_seqlens_q[w.seq];
+    const int64_t q_len = a.cu_seqlens_q[w.seq + 1] - q_begin;
+    const int64_t first_pos = a.context_lens[w.seq] - q_len + w.token_begin;
+    const int64_t num_rows = w.num_tokens * group;
+    TileRows t = carve_scratch(scratch, head_dim);
+    for (int64_t row = 0; row < num_rows; ++row) {
+        int64_t token = q_begin + w.token_begin + row / group;
+        int64_t head = w.kv_head * group + row % group;
+        ops.copy_scaled(a.q + token * a.q_token_stride + head * head_dim, a.scale,
+                        t.q + row * head_dim);
+        for (int64_t d = 0; d < head_dim; ++d) t.o[row * head_dim + d] = 0.0f;
+        t.m[row] = -std::numeric_limits<float>::infinity();
+        t.l[row] = 0.0f;
+    }
+    const int32_t* blocks = a.block_tables + w.seq * a.max_blocks_per_seq;
+    const int64_t num_keys = first_pos + w.num_tokens;  // keys [0, last query position]
+    for (int64_t key0 = 0; key0 < num_keys;) {
+        int64_t offset = key0 % cache.block_size;
+        int64_t count = min_i64(min_i64(kKeyChunk, cache.block_size - offset), num_keys - key0);
+        int64_t slot = int64_t(blocks[key0 / cache.block_size]) * cache.block_size + offset;
+        const float *keys, *values;
+        int64_t key_stride = chunk_rows(ops, cache.k, cache, slot, w.kv_head, count, t.k_chunk, &keys);
+        int64_t value_stride = chunk_rows(ops, cache.v, cache, slot, w.kv_head, count, t.v_chunk, &values);
+        for (int64_t row = 0; row < num_rows; ++row) {
+            // Causal mask: the visible keys of this chunk are a prefix of it.
+            int64_t visible = min_i64(count, first_pos + row / group - key0 + 1);
+            if (visible > 0) attend_chunk(ops, t, row, visible, keys, key_stride, values, value_stride);
+        }
+        key0 += count;
+    }
+    for (int64_t row = 0; row < num_rows; ++row) {
+        int64_t token = q_begin + w.token_begin + row / group;
+        int64_t head = w.kv_head * group + row % group;
+        ops.copy_scaled(t.o + row * head_dim, 1.0f / t.l[row],
+                        a.out + (token * a.num_heads + head) * head_dim);
+    }
+}
+
+}  // namespace
+}  // namespace lmrun::kernels
