@@ -1,5 +1,8 @@
 // AVX-512 vector ops for the attention tile (attention_tile_driver.h), with head_dim a
 // compile-time constant so each row lives in D/16 registers.
+// GCC 12 reports _mm512_undefined_ps() inside its own intrinsics as maybe-uninitialized.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include <immintrin.h>
 
 #include "kernels/attention_tile.h"

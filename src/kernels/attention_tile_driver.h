@@ -8,7 +8,8 @@
 // m, the running sum l and the unnormalised output o, rescaled when m grows.
 #pragma once
 
-#include <cmath>
+#include <math.h>
+
 #include <limits>
 
 #include "kernels/attention_tile.h"
@@ -69,7 +70,7 @@ void attend_chunk(const Ops& ops, const TileRows& t, int64_t row, int64_t num_ke
     float m_new = t.m[row];
     for (int64_t j = 0; j < num_keys; ++j) m_new = max_f32(m_new, t.scores[j]);
     if (m_new > t.m[row] && t.l[row] > 0.0f) {
-        float correction = std::exp(t.m[row] - m_new);
+        float correction = expf(t.m[row] - m_new);
         t.l[row] *= correction;
         ops.scale(o, correction);
     }
