@@ -24,6 +24,8 @@ struct LinearWeightState {
 
 namespace {
 
+constexpr int64_t kMaxOnednnRows = 512;
+
 // One source row of W converted to F32 (the source may be F32, BF16 or F16).
 void load_row_f32(const void* src, DType src_dtype, int64_t row, int64_t in_features, float* out) {
     size_t offset = size_t(row * in_features) * dtype_size_bytes(src_dtype);
@@ -103,8 +105,23 @@ void linear(const float* x, int64_t num_rows, const LinearWeight& weight, const 
     const PackedLinear& w = weight.packed();
     auto gemv = kernel_isa() >= Isa::Avx512 ? linear_gemv_avx512 : linear_gemv_avx2;
     if (num_rows <= kGemvMaxRows) return gemv(x, num_rows, w, bias, y);
-    if (linear_onednn(x, num_rows, weight, bias, y)) return;
-    gemv(x, num_rows, w, bias, y);
+    // oneDNN primitives are compiled per row count, so prefill lengths are split into
+    // power-of-two pieces (8..kMaxOnednnRows) plus a remainder: at most ~10 cached primitives
+    // per weight whatever the prompt lengths, instead of one per distinct length.
+    for (int64_t row = 0; row < num_rows;) {
+        int64_t left = num_rows - row;
+        int64_t piece = left;
+        if (left >= 8) {
+            piece = 8;
+            while (piece * 2 <= left && piece * 2 <= kMaxOnednnRows) piece *= 2;
+        }
+        const float* xs = x + row * w.in_features;
+        float* ys = y + row * w.out_features;
+        if (piece <= kGemvMaxRows || !linear_onednn(xs, piece, weight, bias, ys)) {
+            gemv(xs, piece, w, bias, ys);
+        }
+        row += piece;
+    }
 }
 
 bool linear_onednn(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
