@@ -51,8 +51,19 @@ struct Avx2Ops {
         return sum;
     }
 
-    void scores(const float* q, const float* keys, int64_t stride, int64_t n, float* s) const {
-        for (int64_t j = 0; j < n; ++j) s[j] = dot(q, keys + j * stride);
+    // scores[row][j] = q_row · key_j for j < count; keys at `offset` + j·stride elements.
+    void score_rows(const TileRows& t, int64_t num_rows, const void* keys, DType dtype,
+                    int64_t offset, int64_t stride, int64_t count) const {
+        for (int64_t j = 0; j < count; ++j) {
+            const float* key = t.k_row;
+            if (dtype == DType::F32) {
+                key = static_cast<const float*>(keys) + offset + j * stride;
+            } else {
+                widen_bf16(static_cast<const uint16_t*>(keys) + offset + j * stride, t.k_row);
+            }
+            for (int64_t row = 0; row < num_rows; ++row)
+                t.scores[row * kKeyChunk + j] = dot(t.q + row * dim, key);
+        }
     }
 
     // s[j] = e^(s[j] - max) for j < n ≤ kKeyChunk; returns Σ s[j].

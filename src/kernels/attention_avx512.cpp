@@ -19,11 +19,13 @@ struct Avx512Ops {
 
     int64_t head_dim() const { return D; }
 
+    static __m512 widen16(const uint16_t* src) {
+        __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+
     void widen_bf16(const uint16_t* src, float* dst) const {
-        for (int64_t c = 0; c < kVecs; ++c) {
-            __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + 16 * c));
-            _mm512_storeu_ps(dst + 16 * c, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
-        }
+        for (int64_t c = 0; c < kVecs; ++c) _mm512_storeu_ps(dst + 16 * c, widen16(src + 16 * c));
     }
 
     void copy_scaled(const float* src, float factor, float* dst) const {
@@ -33,23 +35,30 @@ struct Avx512Ops {
 
     void scale(float* o, float factor) const { copy_scaled(o, factor, o); }
 
-    // Four keys at a time: four independent FMA chains hide the FMA latency.
-    void scores(const float* q, const float* keys, int64_t stride, int64_t n, float* s) const {
-        int64_t j = 0;
-        for (; j + 4 <= n; j += 4) {
-            __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-            for (int64_t c = 0; c < kVecs; ++c) {
-                __m512 qc = _mm512_loadu_ps(q + 16 * c);
-                for (int64_t u = 0; u < 4; ++u)
-                    acc[u] = _mm512_fmadd_ps(qc, _mm512_loadu_ps(keys + (j + u) * stride + 16 * c), acc[u]);
+    // scores[row][j] = q_row · key_j for j < count; keys at `offset` + j·stride elements. Each
+    // key is loaded (BF16 widened) into registers once and used by every row of the tile; two
+    // accumulators per dot product halve the FMA dependency chain.
+    void score_rows(const TileRows& t, int64_t num_rows, const void* keys, DType dtype,
+                    int64_t offset, int64_t stride, int64_t count) const {
+        for (int64_t j = 0; j < count; ++j) {
+            __m512 key[kVecs];
+            if (dtype == DType::F32) {
+                const float* src = static_cast<const float*>(keys) + offset + j * stride;
+                for (int64_t c = 0; c < kVecs; ++c) key[c] = _mm512_loadu_ps(src + 16 * c);
+            } else {
+                const uint16_t* src = static_cast<const uint16_t*>(keys) + offset + j * stride;
+                for (int64_t c = 0; c < kVecs; ++c) key[c] = widen16(src + 16 * c);
             }
-            for (int64_t u = 0; u < 4; ++u) s[j + u] = _mm512_reduce_add_ps(acc[u]);
-        }
-        for (; j < n; ++j) {
-            __m512 acc = _mm512_setzero_ps();
-            for (int64_t c = 0; c < kVecs; ++c)
-                acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + 16 * c), _mm512_loadu_ps(keys + j * stride + 16 * c), acc);
-            s[j] = _mm512_reduce_add_ps(acc);
+            for (int64_t row = 0; row < num_rows; ++row) {
+                const float* q = t.q + row * D;
+                __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+                for (int64_t c = 0; c + 1 < kVecs; c += 2) {
+                    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 16 * c), key[c], acc0);
+                    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 16 * c + 16), key[c + 1], acc1);
+                }
+                if (kVecs % 2) acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + D - 16), key[kVecs - 1], acc0);
+                t.scores[row * kKeyChunk + j] = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+            }
         }
     }
 

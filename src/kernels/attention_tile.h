@@ -33,7 +33,8 @@ struct AttentionTile {
 
 // Floats of per-thread scratch a tile function needs.
 inline int64_t attention_scratch_floats(int64_t head_dim) {
-    return 2 * kTileRows * head_dim + 2 * kTileRows + 2 * kKeyChunk * head_dim + kKeyChunk;
+    return 2 * kTileRows * head_dim + 2 * kTileRows + head_dim + kKeyChunk * head_dim +
+           kTileRows * kKeyChunk;
 }
 
 void attention_tile_avx2(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
