@@ -86,5 +86,26 @@ TEST(AddRmsNorm, EveryPathMatchesReference) {
     }
 }
 
+TEST(RmsNormHeads, NormalisesEachHeadInsideAStridedBuffer) {
+    std::mt19937 rng(8);
+    for (int64_t num_tokens : {1, 3, 300}) {
+        int64_t num_heads = 4, head_dim = 128, token_stride = num_heads * head_dim + 2 * 2 * head_dim + 3;
+        std::vector<float> x = random_vector(size_t(num_tokens * token_stride), rng, 2.0f);
+        std::vector<float> w = random_vector(size_t(head_dim), rng);
+        std::vector<float> got = x;
+        rms_norm_heads(got.data(), num_tokens, num_heads, head_dim, token_stride, w.data(), 1e-6f);
+        for (int64_t t = 0; t < num_tokens; ++t) {
+            const float* row = x.data() + t * token_stride;
+            std::vector<float> want(size_t(num_heads * head_dim));
+            rms_norm_reference(row, w.data(), 1e-6f, num_heads, head_dim, want.data());
+            std::vector<float> heads(got.begin() + t * token_stride,
+                                     got.begin() + t * token_stride + num_heads * head_dim);
+            expect_close(heads, want, "heads");
+            for (int64_t e = num_heads * head_dim; e < token_stride; ++e)
+                ASSERT_EQ(got[t * token_stride + e], row[e]) << "outside the heads";
+        }
+    }
+}
+
 }  // namespace
 }  // namespace lmrun::kernels
