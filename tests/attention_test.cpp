@@ -30,6 +30,8 @@ std::string scenario_name(const Scenario& s) {
            std::to_string(s.num_kv_heads) + "_s" + std::to_string(s.seqs.size());
 }
 
+void PrintTo(const Scenario& s, std::ostream* os) { *os << scenario_name(s); }
+
 // A filled paged cache with shuffled block ids, the batch's metadata and its queries.
 struct Batch {
     Scenario s;
@@ -142,6 +144,11 @@ std::vector<Scenario> scenarios() {
     // Long contexts: 4k decode plus a chunk at the end of a 4k prompt.
     list.push_back({128, 16, 16, 8, DType::BF16, {{1, 4096}, {4, 4000}}});
     list.push_back({64, 256, 4, 4, DType::F32, {{1, 4096}, {2, 4097}}});
+    // Few work items with long key ranges: split-K (key range cut over threads, then merged);
+    // one work item always splits, whatever the thread count.
+    list.push_back({128, 16, 8, 1, DType::BF16, {{1, 3000}}});
+    list.push_back({64, 256, 4, 2, DType::F32, {{5, 1500}}});  // causal rows inside each split
+    list.push_back({32, 16, 2, 1, DType::F32, {{1, 600}}});
     // One long prefill must be split into many tiles (more work items than threads).
     list.push_back({64, 16, 4, 1, DType::F32, {{300, 300}}});
     return list;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <climits>
 
 #include "core/cpu_features.h"
 #include "kernels/attention.h"
@@ -27,9 +28,19 @@ struct AttentionArgs {
     float* out;
 };
 
+inline constexpr int64_t kMinKeysPerSplit = 256;  // smallest key range worth its own work item
+
+// Keys [key_begin, key_end) of the tile's causal range (clipped to it). With `partial` set the
+// tile stores its unnormalised state instead of the output: o [kTileRows, head_dim], then
+// m [kTileRows], then l [kTileRows] (attention_partial_floats), merged later over the splits.
 struct AttentionTile {
     int64_t seq, kv_head, token_begin, num_tokens;
+    int64_t key_begin = 0;
+    int64_t key_end = INT64_MAX;
+    float* partial = nullptr;
 };
+
+inline int64_t attention_partial_floats(int64_t head_dim) { return kTileRows * (head_dim + 2); }
 
 // Floats of per-thread scratch a tile function needs.
 inline int64_t attention_scratch_floats(int64_t head_dim) {

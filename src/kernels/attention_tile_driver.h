@@ -116,9 +116,9 @@ void attention_tile(const Ops& ops, const AttentionArgs& a, const AttentionTile&
         t.l[row] = 0.0f;
     }
     const int32_t* blocks = a.block_tables + w.seq * a.max_blocks_per_seq;
-    const int64_t num_keys = first_pos + w.num_tokens;  // keys [0, last query position]
+    const int64_t num_keys = min_i64(first_pos + w.num_tokens, w.key_end);  // ≤ last query position
     const int64_t row_bytes = head_dim * int64_t(dtype_size_bytes(cache.dtype));
-    for (int64_t key0 = 0; key0 < num_keys;) {
+    for (int64_t key0 = w.key_begin; key0 < num_keys;) {
         int64_t offset = key0 % cache.block_size;
         int64_t count = min_i64(min_i64(kKeyChunk, cache.block_size - offset), num_keys - key0);
         int64_t slot = int64_t(blocks[key0 / cache.block_size]) * cache.block_size + offset;
@@ -139,6 +139,15 @@ void attention_tile(const Ops& ops, const AttentionArgs& a, const AttentionTile&
             if (visible > 0) attend_chunk(ops, t, row, visible, values, value_stride);
         }
         key0 += count;
+    }
+    if (w.partial) {
+        float* partial = w.partial;
+        for (int64_t i = 0; i < num_rows * head_dim; ++i) partial[i] = t.o[i];
+        for (int64_t row = 0; row < num_rows; ++row) {
+            partial[kTileRows * head_dim + row] = t.m[row];
+            partial[kTileRows * head_dim + kTileRows + row] = t.l[row];
+        }
+        return;
     }
     for (int64_t row = 0; row < num_rows; ++row) {
         int64_t token = q_begin + w.token_begin + row / group;
