@@ -149,6 +149,7 @@ std::vector<Scenario> scenarios() {
     list.push_back({128, 16, 8, 1, DType::BF16, {{1, 3000}}});
     list.push_back({64, 256, 4, 2, DType::F32, {{5, 1500}}});  // causal rows inside each split
     list.push_back({32, 16, 2, 1, DType::F32, {{1, 600}}});
+    list.push_back({64, 16, 4, 1, DType::BF16, {{1, 2000}, {1, 1}}});  // some splits empty
     // One long prefill must be split into many tiles (more work items than threads).
     list.push_back({64, 16, 4, 1, DType::F32, {{300, 300}}});
     return list;
