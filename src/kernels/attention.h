@@ -31,6 +31,8 @@ void store_kvcache(const float* k, const float* v, int64_t token_stride, int64_t
 // Sequence s has q_len = cu_seqlens_q[s+1] - cu_seqlens_q[s] queries (1 for decode, a chunk for
 // prefill); context_lens[s] counts all its keys including the new ones; its query i sits at
 // position context_lens[s] - q_len + i and attends to keys [0, that position].
+// Work is split over threads by (sequence, kv head, query tile) and, when that gives fewer items
+// than 2x threads (decode of few sequences), also by key range (split-K, merged afterwards).
 // No heap allocation after the first calls (per-thread scratch is grown once).
 void paged_attention(const float* q, int64_t q_token_stride, int64_t num_seqs,
                      const int32_t* cu_seqlens_q, const int32_t* context_lens,
