@@ -175,7 +175,8 @@ TEST(TokenizerErrors, UnsupportedComponentsNameTheFileAndType) {
         {"{" + model + R"(, "decoder": {"type": "WordPiece"}})", "WordPiece"},
         {"{" + model + R"(, "post_processor": {"type": "Mystery"}})", "Mystery"},
         {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]}})", "merges[0]"},
-        {R"({"model": {"type": "BPE", "vocab": {"a": "zero"}, "merges": []}})", "invalid tokenizer definition"},
+        {R"({"model": {"type": "BPE", "vocab": {"a": "zero"}, "merges": []}})", "model.vocab"},
+        {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], "fuse_unk": "yes"}})", "invalid tokenizer definition"},
     };
     for (size_t i = 0; i < cases.size(); ++i) {
         const std::string path = write_file(dir, "case" + std::to_string(i) + ".json", cases[i].first);

@@ -31,6 +31,8 @@ BpeModel::BpeModel(BpeModel&& other) noexcept { *this = std::move(other); }
 BpeModel& BpeModel::operator=(BpeModel&& other) noexcept {
     vocab_ = std::move(other.vocab_);
     id_to_token_ = std::move(other.id_to_token_);
+    has_id_ = std::move(other.has_id_);
+    vocab_.rebind(id_to_token_);
     merges_ = std::move(other.merges_);
     unk_id_ = other.unk_id_;
     fuse_unk_ = other.fuse_unk_;
@@ -42,16 +44,57 @@ BpeModel& BpeModel::operator=(BpeModel&& other) noexcept {
     return *this;
 }
 
+bool split_merge_line(const std::string& line, std::pair<std::string, std::string>& merge) {
+    const size_t space = line.find(' ');
+    if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos) return false;
+    merge = {line.substr(0, space), line.substr(space + 1)};
+    return true;
+}
+
+Result<BpeTables> bpe_tables_from_json(const nlohmann::json& model) {
+    BpeTables tables;
+    if (!model.is_object() || !model.contains("vocab") || !model["vocab"].is_object()) {
+        return make_error("model.vocab is missing or not an object");
+    }
+    if (!model.contains("merges") || !model["merges"].is_array()) {
+        return make_error("model.merges is missing or not an array");
+    }
+    for (const auto& [token, id] : model["vocab"].items()) {
+        if (!id.is_number_integer()) return make_error("model.vocab['{}'] is not an integer id", token);
+        tables.vocab.emplace_back(token, id.get<int64_t>());
+    }
+    const auto& merges = model["merges"];
+    for (size_t rank = 0; rank < merges.size(); ++rank) {
+        std::pair<std::string, std::string> merge;
+        const auto& entry = merges[rank];
+        const bool ok = entry.is_string()
+                            ? split_merge_line(entry.get<std::string>(), merge)
+                            : entry.is_array() && entry.size() == 2 && entry[0].is_string() && entry[1].is_string();
+        if (!ok) return make_error("model.merges[{}] is neither \"a b\" nor [a, b]: {}", rank, entry.dump());
+        if (entry.is_array()) merge = {entry[0].get<std::string>(), entry[1].get<std::string>()};
+        tables.merges.push_back(std::move(merge));
+    }
+    return tables;
+}
+
 Result<BpeModel> BpeModel::from_json(const nlohmann::json& spec) {
+    if (!spec.is_object()) return make_error("\"model\" is missing or not an object");
+    if (spec.value("type", std::string("BPE")) != "BPE") return build(spec, BpeTables());
+    LMRUN_ASSIGN_OR_RETURN(BpeTables tables, bpe_tables_from_json(spec));
+    return build(spec, std::move(tables));
+}
+
+Result<BpeModel> BpeModel::build(const nlohmann::json& spec, BpeTables tables) {
     if (!spec.is_object()) return make_error("\"model\" is missing or not an object");
     const std::string type = spec.value("type", std::string("BPE"));
     if (type != "BPE") return make_error("unsupported model type '{}' (only BPE is implemented)", type);
+    if (!tables.error.empty()) return make_error("{}", tables.error);
     if (spec.contains("dropout") && spec["dropout"].is_number() && spec["dropout"].get<double>() > 0.0) {
         return make_error("BPE dropout is not supported");
     }
     BpeModel model;
-    LMRUN_RETURN_IF_ERROR(model.load_vocab(spec.at("vocab")));
-    LMRUN_RETURN_IF_ERROR(model.load_merges(spec.at("merges")));
+    LMRUN_RETURN_IF_ERROR(model.load_vocab(tables.vocab));
+    LMRUN_RETURN_IF_ERROR(model.load_merges(tables.merges));
     model.fuse_unk_ = spec.value("fuse_unk", false);
     model.byte_fallback_ = spec.value("byte_fallback", false);
     model.ignore_merges_ = spec.value("ignore_merges", false);
@@ -69,44 +112,59 @@ Result<BpeModel> BpeModel::from_json(const nlohmann::json& spec) {
     return model;
 }
 
-Status BpeModel::load_vocab(const nlohmann::json& vocab) {
-    if (!vocab.is_object()) return make_error("model.vocab must be an object");
-    vocab_.reserve(vocab.size());
+Status BpeModel::load_vocab(std::vector<std::pair<std::string, int64_t>>& vocab) {
     int32_t max_id = -1;
-    for (const auto& [token, id_json] : vocab.items()) {
-        const auto id = id_json.get<int64_t>();
-        if (id < 0 || id > INT32_MAX) return make_error("model.vocab: id {} of '{}' is out of range", id, token);
-        vocab_.emplace(token, static_cast<int32_t>(id));
+    for (const auto& [token, id] : vocab) {
+        if (id < 0 || id >= INT32_MAX) return make_error("model.vocab: id {} of '{}' is out of range", id, token);
         max_id = std::max(max_id, static_cast<int32_t>(id));
     }
     id_to_token_.assign(static_cast<size_t>(max_id + 1), std::string());
-    for (const auto& [token, id] : vocab_) id_to_token_[id] = token;
+    has_id_.assign(static_cast<size_t>(max_id + 1), false);
+    for (auto& [token, id] : vocab) {
+        if (has_id_[id]) return make_error("model.vocab: id {} is used twice", id);
+        has_id_[id] = true;
+        id_to_token_[id] = std::move(token);
+    }
+    vocab_.build(id_to_token_, has_id_);
     return ok_status();
 }
 
-Status BpeModel::load_merges(const nlohmann::json& merges) {
-    if (!merges.is_array()) return make_error("model.merges must be an array");
-    merges_.reserve(merges.size());
+void BpeModel::MergeTable::reserve(size_t count) {
+    size_t capacity = 16;
+    while (capacity < count * 2) capacity *= 2;
+    keys_.assign(capacity, kEmpty);
+    values_.assign(capacity, Merge{0, 0});
+    mask_ = capacity - 1;
+}
+
+size_t BpeModel::MergeTable::slot_of(uint64_t key) const {
+    // Fibonacci hashing spreads the packed (left, right) ids over the table.
+    size_t slot = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & mask_;
+    while (keys_[slot] != kEmpty && keys_[slot] != key) slot = (slot + 1) & mask_;
+    return slot;
+}
+
+void BpeModel::MergeTable::insert_or_assign(uint64_t key, Merge merge) {
+    const size_t slot = slot_of(key);
+    keys_[slot] = key;
+    values_[slot] = merge;
+}
+
+const BpeModel::Merge* BpeModel::MergeTable::find(uint64_t key) const {
+    if (keys_.empty()) return nullptr;
+    const size_t slot = slot_of(key);
+    return keys_[slot] == key ? &values_[slot] : nullptr;
+}
+
+Status BpeModel::load_merges(const std::vector<std::pair<std::string, std::string>>& merges) {
+    merges_.reserve(merges.size());  // fixed capacity: every insert fits
+    std::string joined;
     for (size_t rank = 0; rank < merges.size(); ++rank) {
-        const auto& merge = merges[rank];
-        std::string left, right;
-        if (merge.is_string()) {
-            const std::string& line = merge.get_ref<const std::string&>();
-            const size_t space = line.find(' ');
-            if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos) {
-                return make_error("model.merges[{}]: '{}' is not two tokens separated by a space", rank, line);
-            }
-            left = line.substr(0, space);
-            right = line.substr(space + 1);
-        } else if (merge.is_array() && merge.size() == 2) {
-            left = merge[0].get<std::string>();
-            right = merge[1].get<std::string>();
-        } else {
-            return make_error("model.merges[{}] is neither \"a b\" nor [a, b]", rank);
-        }
+        const auto& [left, right] = merges[rank];
+        joined.assign(left).append(right);
         const auto left_id = token_to_id(left);
         const auto right_id = token_to_id(right);
-        const auto new_id = token_to_id(left + right);
+        const auto new_id = token_to_id(joined);
         if (!left_id || !right_id || !new_id) {
             return make_error("model.merges[{}]: '{}' + '{}' uses a token missing from the vocab", rank, left,
                               right);
@@ -117,17 +175,12 @@ Status BpeModel::load_merges(const nlohmann::json& merges) {
 }
 
 std::optional<int32_t> BpeModel::token_to_id(std::string_view token) const {
-    const auto it = vocab_.find(token);
-    if (it == vocab_.end()) return std::nullopt;
-    return it->second;
+    return vocab_.find(token);
 }
 
 const std::string* BpeModel::id_to_token(int32_t id) const {
     if (id < 0 || id >= num_ids()) return nullptr;
-    const std::string& token = id_to_token_[id];
-    // Holes in the id range are empty strings; a real token is never empty.
-    if (token.empty() && !vocab_.contains(std::string_view())) return nullptr;
-    return &token;
+    return has_id_[id] ? &id_to_token_[id] : nullptr;
 }
 
 std::vector<BpeModel::Symbol> BpeModel::initial_symbols(std::string_view piece) const {
@@ -137,7 +190,7 @@ std::vector<BpeModel::Symbol> BpeModel::initial_symbols(std::string_view piece) 
         const auto index = static_cast<int32_t>(symbols.size());
         symbols.push_back({id, index - 1, index + 1});
     };
-    std::optional<int32_t> pending_unk;
+    int32_t pending_unk = -1;  // an unk not yet pushed (fused unks grow it)
     std::string key;
     for (size_t pos = 0; pos < piece.size();) {
         const size_t length = std::min(utf8_char_length(static_cast<unsigned char>(piece[pos])), piece.size() - pos);
@@ -149,8 +202,8 @@ std::vector<BpeModel::Symbol> BpeModel::initial_symbols(std::string_view piece) 
         key.append(character);
         if (is_last) key.append(end_of_word_suffix_);
         if (const auto id = token_to_id(key)) {
-            if (pending_unk) push(*pending_unk);
-            pending_unk.reset();
+            if (pending_unk >= 0) push(pending_unk);
+            pending_unk = -1;
             push(*id);
             continue;
         }
@@ -163,11 +216,11 @@ std::vector<BpeModel::Symbol> BpeModel::initial_symbols(std::string_view piece) 
             }
         }
         if (unk_id_) {
-            if (pending_unk && !fuse_unk_) push(*pending_unk);
+            if (pending_unk >= 0 && !fuse_unk_) push(pending_unk);
             pending_unk = *unk_id_;
         }
     }
-    if (pending_unk) push(*pending_unk);
+    if (pending_unk >= 0) push(pending_unk);
     if (!symbols.empty()) symbols.back().next = -1;
     return symbols;
 }
@@ -185,8 +238,9 @@ void BpeModel::merge_symbols(std::vector<Symbol>& symbols) const {
     auto push_pair = [&](int32_t pos) {
         const int32_t next = symbols[pos].next;
         if (next < 0) return;
-        const auto it = merges_.find(pair_key(symbols[pos].id, symbols[next].id));
-        if (it != merges_.end()) queue.push({it->second.rank, pos, it->second.new_id});
+        if (const Merge* merge = merges_.find(pair_key(symbols[pos].id, symbols[next].id))) {
+            queue.push({merge->rank, pos, merge->new_id});
+        }
     };
     for (int32_t pos = 0; pos + 1 < static_cast<int32_t>(symbols.size()); ++pos) push_pair(pos);
     constexpr int32_t kRemoved = -2;
@@ -197,8 +251,8 @@ void BpeModel::merge_symbols(std::vector<Symbol>& symbols) const {
         if (left.prev == kRemoved || left.next < 0) continue;
         const Symbol right = symbols[left.next];
         // Skip stale entries: the pair at pos changed since it was queued.
-        const auto it = merges_.find(pair_key(left.id, right.id));
-        if (it == merges_.end() || it->second.new_id != top.new_id) continue;
+        const Merge* merge = merges_.find(pair_key(left.id, right.id));
+        if (merge == nullptr || merge->new_id != top.new_id) continue;
         symbols[left.next].prev = kRemoved;
         left.id = top.new_id;
         left.next = right.next;

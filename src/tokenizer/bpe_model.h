@@ -17,17 +17,27 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/result.h"
+#include "tokenizer/token_map.h"
 
 namespace lmrun {
 
-struct StringHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+
+// The two big tables of a BPE model, extracted from the JSON separately because
+// building them as a JSON DOM dominates load time (see tokenizer_json.h).
+struct BpeTables {
+    std::vector<std::pair<std::string, int64_t>> vocab;
+    std::vector<std::pair<std::string, std::string>> merges;  // in rank order
+    std::string error;  // first malformed entry, if any
 };
-using TokenIdMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+// From a DOM "model" object (used when the tables were not extracted by the reader).
+Result<BpeTables> bpe_tables_from_json(const nlohmann::json& model);
+// Splits a legacy "left right" merge line; false when it is not exactly two tokens.
+bool split_merge_line(const std::string& line, std::pair<std::string, std::string>& merge);
 
 class BpeModel {
 public:
+    // `spec` is the "model" object; its vocab/merges are taken from `tables`.
+    static Result<BpeModel> build(const nlohmann::json& spec, BpeTables tables);
     static Result<BpeModel> from_json(const nlohmann::json& spec);
     BpeModel() = default;
     BpeModel(BpeModel&& other) noexcept;
@@ -46,6 +56,21 @@ private:
         int32_t rank;
         int32_t new_id;
     };
+    // Open-addressing (linear probing) map from a packed id pair to its merge:
+    // one flat array instead of 151k hash nodes, for load time and lookup speed.
+    class MergeTable {
+    public:
+        void reserve(size_t count);
+        void insert_or_assign(uint64_t key, Merge merge);
+        const Merge* find(uint64_t key) const;
+
+    private:
+        static constexpr uint64_t kEmpty = ~uint64_t{0};
+        size_t slot_of(uint64_t key) const;
+        std::vector<uint64_t> keys_;
+        std::vector<Merge> values_;
+        size_t mask_ = 0;
+    };
     struct Symbol {
         int32_t id;
         int32_t prev;
@@ -54,15 +79,16 @@ private:
     static uint64_t pair_key(int32_t left, int32_t right) {
         return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
     }
-    Status load_vocab(const nlohmann::json& vocab);
-    Status load_merges(const nlohmann::json& merges);
+    Status load_vocab(std::vector<std::pair<std::string, int64_t>>& vocab);
+    Status load_merges(const std::vector<std::pair<std::string, std::string>>& merges);
     std::vector<Symbol> initial_symbols(std::string_view piece) const;
     void merge_symbols(std::vector<Symbol>& symbols) const;
     std::vector<int32_t> encode_uncached(std::string_view piece) const;
 
-    TokenIdMap vocab_;
-    std::vector<std::string> id_to_token_;
-    std::unordered_map<uint64_t, Merge> merges_;
+    TokenMap vocab_;
+    std::vector<std::string> id_to_token_;  // owns the strings vocab_ keys point to
+    std::vector<bool> has_id_;
+    MergeTable merges_;
     std::optional<int32_t> unk_id_;
     bool fuse_unk_ = false;
     bool byte_fallback_ = false;

@@ -6,6 +6,7 @@
 
 #include "core/logging.h"
 #include "core/timer.h"
+#include "tokenizer/tokenizer_json.h"
 #include "tokenizer/unicode.h"
 
 namespace lmrun {
@@ -37,13 +38,15 @@ std::optional<std::string> config_token(const nlohmann::json& config, const char
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_file(const std::string& tokenizer_json_path) {
     Stopwatch stopwatch;
-    LMRUN_ASSIGN_OR_RETURN(nlohmann::json tokenizer_json, read_json(tokenizer_json_path));
+    LMRUN_ASSIGN_OR_RETURN(TokenizerJson tokenizer_json, read_tokenizer_json(tokenizer_json_path));
     nlohmann::json config = nlohmann::json::object();
     const auto config_path = std::filesystem::path(tokenizer_json_path).parent_path() / "tokenizer_config.json";
     if (std::filesystem::exists(config_path)) {
         LMRUN_ASSIGN_OR_RETURN(config, read_json(config_path.string()));
     }
-    auto tokenizer = from_json(tokenizer_json, std::move(config), tokenizer_json_path);
+    std::optional<BpeTables> tables;
+    if (tokenizer_json.has_tables) tables = std::move(tokenizer_json.tables);
+    auto tokenizer = build(tokenizer_json.spec, std::move(tables), std::move(config), tokenizer_json_path);
     if (tokenizer.ok()) {
         log_debug("loaded tokenizer {} ({} ids) in {:.0f} ms", tokenizer_json_path, tokenizer.value()->vocab_size(),
                   stopwatch.elapsed_seconds() * 1e3);
@@ -57,6 +60,11 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_dir(const std::string& dir) {
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json(const nlohmann::json& spec, nlohmann::json config,
                                                         const std::string& source) {
+    return build(spec, std::nullopt, std::move(config), source);
+}
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::build(const nlohmann::json& spec, std::optional<BpeTables> tables,
+                                                    nlohmann::json config, const std::string& source) {
     if (!spec.is_object()) return make_error("{}: top level is not a JSON object", source);
     if (!config.is_object()) return make_error("{}: tokenizer_config.json is not a JSON object", source);
     std::unique_ptr<Tokenizer> tokenizer(new Tokenizer());
@@ -65,7 +73,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json(const nlohmann::json& sp
     // from crossing the library boundary.
     try {
         auto null_or = [&spec](const char* key) { return spec.contains(key) ? spec[key] : nlohmann::json(); };
-        auto model = BpeModel::from_json(null_or("model"));
+        auto model = tables ? BpeModel::build(null_or("model"), std::move(*tables))
+                            : BpeModel::from_json(null_or("model"));
         if (!model.ok()) return with_source(model.error());
         tokenizer->model_ = std::move(model).value();
         auto added = AddedVocabulary::from_json(null_or("added_tokens"));

@@ -57,6 +57,8 @@ public:
 
 private:
     Tokenizer() = default;
+    static Result<std::unique_ptr<Tokenizer>> build(const nlohmann::json& spec, std::optional<BpeTables> tables,
+                                                    nlohmann::json config, const std::string& source);
     Status configure_special_tokens();
     void encode_text(std::string_view text, std::vector<int32_t>& ids) const;
     void encode_normalized(std::string_view normalized, std::vector<int32_t>& ids) const;
