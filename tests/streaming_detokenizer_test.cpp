@@ -133,6 +133,7 @@ TEST(StreamingDetokenizer, RandomPromptSplits) {
         const Tokenizer& tokenizer = *tokenizer_and_file;
         const auto sequences = golden_id_sequences(&tokenizer == &qwen3() ? "qwen3-tokenizer/golden_public.jsonl"
                                                                           : "stories260k/tokenizer_golden.jsonl");
+        size_t num_checked = 0;
         for (size_t i = 0; i < sequences.size(); ++i) {
             const auto& ids = sequences[i];
             const size_t split = std::uniform_int_distribution<size_t>(0, ids.size())(rng);
@@ -144,7 +145,9 @@ TEST(StreamingDetokenizer, RandomPromptSplits) {
             if (!full.starts_with(prompt_text)) continue;
             EXPECT_EQ(stream(tokenizer, all.first(split), all.subspan(split), skip), full.substr(prompt_text.size()))
                 << "sequence " << i << " split " << split;
+            ++num_checked;
         }
+        EXPECT_GT(num_checked, sequences.size() * 3 / 4);
     }
 }
 

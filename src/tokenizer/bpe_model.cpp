@@ -93,13 +93,13 @@ Result<BpeModel> BpeModel::build(const nlohmann::json& spec, BpeTables tables) {
         return make_error("BPE dropout is not supported");
     }
     BpeModel model;
-    LMRUN_RETURN_IF_ERROR(model.load_vocab(tables.vocab));
-    LMRUN_RETURN_IF_ERROR(model.load_merges(tables.merges));
     model.fuse_unk_ = spec.value("fuse_unk", false);
     model.byte_fallback_ = spec.value("byte_fallback", false);
     model.ignore_merges_ = spec.value("ignore_merges", false);
     model.continuing_subword_prefix_ = optional_string(spec, "continuing_subword_prefix");
     model.end_of_word_suffix_ = optional_string(spec, "end_of_word_suffix");
+    LMRUN_RETURN_IF_ERROR(model.load_vocab(tables.vocab));
+    LMRUN_RETURN_IF_ERROR(model.load_merges(tables.merges));
     const std::string unk_token = optional_string(spec, "unk_token");
     if (!unk_token.empty()) {
         model.unk_id_ = model.token_to_id(unk_token);
@@ -161,7 +161,9 @@ Status BpeModel::load_merges(const std::vector<std::pair<std::string, std::strin
     std::string joined;
     for (size_t rank = 0; rank < merges.size(); ++rank) {
         const auto& [left, right] = merges[rank];
-        joined.assign(left).append(right);
+        // As in HF, the right part's continuing-subword prefix is dropped from the merged token.
+        const size_t prefix_length = std::min(continuing_subword_prefix_.size(), right.size());
+        joined.assign(left).append(right, prefix_length);
         const auto left_id = token_to_id(left);
         const auto right_id = token_to_id(right);
         const auto new_id = token_to_id(joined);
