@@ -48,7 +48,8 @@ TEST(AddedVocabulary, StripFlagsAbsorbWhitespace) {
 }
 
 TEST(AddedVocabulary, SingleWordRejectsMatchesInsideWords) {
-    const auto vocabulary = make(R"([{"id": 5, "content": "ab", "single_word": true, "special": false, "normalized": false}])");
+    const auto vocabulary =
+        make(R"([{"id": 5, "content": "ab", "single_word": true, "special": false, "normalized": false}])");
     EXPECT_EQ(render(vocabulary.split("ab cab abc ab", false)), "[5]| cab abc |[5]");
 }
 

@@ -39,11 +39,15 @@ TEST(BpeModel, EqualRanksMergeLeftmostFirst) {
 TEST(BpeModel, ByteFallbackAndUnknowns) {
     const auto fallback = make(R"({"vocab": {"<unk>": 0, "<0xC3>": 1, "<0xA9>": 2, "a": 3}, "merges": [],
                                   "unk_token": "<unk>", "byte_fallback": true})");
-    EXPECT_EQ(encode(fallback, "a\xC3\xA9" "a"), (std::vector<int32_t>{3, 1, 2, 3}));
+    EXPECT_EQ(encode(fallback,
+                     "a\xC3\xA9"
+                     "a"),
+              (std::vector<int32_t>{3, 1, 2, 3}));
     EXPECT_EQ(encode(fallback, "a\xE4\xB8\xAD"), (std::vector<int32_t>{3, 0}));  // bytes missing: unk
     const std::string unk_vocab = R"("vocab": {"<unk>": 0, "a": 1}, "merges": [], "unk_token": "<unk>")";
     EXPECT_EQ(encode(make("{" + unk_vocab + R"(, "fuse_unk": true})"), "xya"), (std::vector<int32_t>{0, 1}));
-    EXPECT_EQ(encode(make("{" + unk_vocab + R"(, "fuse_unk": false})"), "xya"), (std::vector<int32_t>{0, 0, 1}));
+    EXPECT_EQ(encode(make("{" + unk_vocab + R"(, "fuse_unk": false})"), "xya"),
+              (std::vector<int32_t>{0, 0, 1}));
     // Without an unk token, unknown characters are dropped.
     EXPECT_EQ(encode(make(R"({"vocab": {"a": 0}, "merges": []})"), "xa"), (std::vector<int32_t>{0}));
 }

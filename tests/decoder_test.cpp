@@ -30,7 +30,9 @@ TEST(Decoder, LlamaSequence) {
 
 TEST(Decoder, ByteFallbackRuns) {
     const Decoder decoder = make(kLlamaDecoder);
-    EXPECT_EQ(decoder.decode({"<0xE4>", "<0xB8>", "<0xAD>", "a"}), "\xE4\xB8\xAD" "a");
+    EXPECT_EQ(decoder.decode({"<0xE4>", "<0xB8>", "<0xAD>", "a"}),
+              "\xE4\xB8\xAD"
+              "a");
     // A run that is not valid UTF-8 gives one U+FFFD per byte (not per subpart).
     EXPECT_EQ(decoder.decode({"<0xE4>", "<0xB8>", "a"}), kFffd + kFffd + "a");
     EXPECT_EQ(decoder.decode({"<0x41>", "<0xZZ>", "<0x4>"}), "A<0xZZ><0x4>");
@@ -39,7 +41,8 @@ TEST(Decoder, ByteFallbackRuns) {
 TEST(Decoder, ByteLevel) {
     const Decoder decoder = make(R"({"type": "ByteLevel", "add_prefix_space": false})");
     // U+0120 'Ġ' is the space byte; a token with a char outside the byte alphabet is kept as UTF-8.
-    EXPECT_EQ(decoder.decode({"\xC4\xA0hello", "<|im_end|>", "\xE4\xB8\xAD"}), " hello<|im_end|>\xE4\xB8\xAD");
+    EXPECT_EQ(decoder.decode({"\xC4\xA0hello", "<|im_end|>", "\xE4\xB8\xAD"}),
+              " hello<|im_end|>\xE4\xB8\xAD");
     // U+00E9 'é' stands for the single byte E9, which alone is not UTF-8.
     EXPECT_EQ(decoder.decode({"\xC3\xA9"}), kFffd);
     // 'ä'+'¸'+'Ń' are the bytes E4 B8 AD: 中.
@@ -47,7 +50,8 @@ TEST(Decoder, ByteLevel) {
 }
 
 TEST(Decoder, MetaspaceAndReplaceRegex) {
-    const Decoder metaspace = make(R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always"})");
+    const Decoder metaspace =
+        make(R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always"})");
     EXPECT_EQ(metaspace.decode({"\xE2\x96\x81Hey", "\xE2\x96\x81there"}), "Hey there");
     const Decoder replace = make(R"({"type": "Replace", "pattern": {"Regex": "[0-9]+"}, "content": "#"})");
     EXPECT_EQ(replace.decode({"a12b3", "4"}), "a#b##");

@@ -18,7 +18,10 @@ TEST(Normalizer, PrependAndReplace) {
     const Normalizer normalizer = make(R"({"type": "Sequence", "normalizers": [
         {"type": "Prepend", "prepend": "\u2581"},
         {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]})");
-    EXPECT_EQ(normalizer.normalize(" a b"), "\xE2\x96\x81\xE2\x96\x81" "a\xE2\x96\x81" "b");
+    EXPECT_EQ(normalizer.normalize(" a b"),
+              "\xE2\x96\x81\xE2\x96\x81"
+              "a\xE2\x96\x81"
+              "b");
     EXPECT_EQ(normalizer.normalize(""), "");  // Prepend leaves empty text empty
 }
 
@@ -26,8 +29,12 @@ TEST(Normalizer, UnicodeFormsLowercaseStrip) {
     EXPECT_EQ(make(R"({"type": "NFC"})").normalize("e\xCC\x81"), "\xC3\xA9");
     EXPECT_EQ(make(R"({"type": "NFKD"})").normalize("\xC2\xB2"), "2");  // SUPERSCRIPT TWO
     EXPECT_EQ(make(R"({"type": "Lowercase"})").normalize("ABC"), "abc");
-    EXPECT_EQ(make(R"({"type": "Strip", "strip_left": true, "strip_right": false})").normalize(" \t a "), "a ");
-    EXPECT_EQ(make(R"({"type": "Strip", "strip_left": true, "strip_right": true})").normalize("\xE3\x80\x80" "a "), "a");
+    EXPECT_EQ(make(R"({"type": "Strip", "strip_left": true, "strip_right": false})").normalize(" \t a "),
+              "a ");
+    EXPECT_EQ(make(R"({"type": "Strip", "strip_left": true, "strip_right": true})")
+                  .normalize("\xE3\x80\x80"
+                             "a "),
+              "a");
 }
 
 TEST(Normalizer, NullIsIdentity) {

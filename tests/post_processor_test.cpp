@@ -27,7 +27,8 @@ TEST(PostProcessor, TemplateProcessing) {
 TEST(PostProcessor, BertRobertaByteLevelSequence) {
     EXPECT_EQ(apply(R"({"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0]})", {5}),
               (std::vector<int32_t>{0, 5, 2}));
-    EXPECT_EQ(apply(R"({"type": "Sequence", "processors": [{"type": "ByteLevel"}]})", {5}), std::vector<int32_t>{5});
+    EXPECT_EQ(apply(R"({"type": "Sequence", "processors": [{"type": "ByteLevel"}]})", {5}),
+              std::vector<int32_t>{5});
 }
 
 TEST(PostProcessor, ErrorsNameTheProblem) {

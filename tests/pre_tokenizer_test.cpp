@@ -23,7 +23,8 @@ TEST(PreTokenizer, SplitBehaviorsMatchHfDocumentation) {
 }
 
 TEST(PreTokenizer, InvertedSplitKeepsTheMatches) {
-    EXPECT_EQ(split_text("ab12cd", Pattern::literal("12"), SplitBehavior::Removed, /*invert=*/true), Pieces{"12"});
+    EXPECT_EQ(split_text("ab12cd", Pattern::literal("12"), SplitBehavior::Removed, /*invert=*/true),
+              Pieces{"12"});
 }
 
 TEST(PreTokenizer, SequenceOfSplitAndByteLevel) {

@@ -29,14 +29,20 @@ const Tokenizer& load(const std::string& relative) {
     }
     return *slot;
 }
-const Tokenizer& qwen3() { return load("qwen3-tokenizer/tokenizer.json"); }
-const Tokenizer& stories() { return load("stories260k/tokenizer.json"); }
+const Tokenizer& qwen3() {
+    return load("qwen3-tokenizer/tokenizer.json");
+}
+const Tokenizer& stories() {
+    return load("stories260k/tokenizer.json");
+}
 
-std::vector<int32_t> ids_of(const nlohmann::json& array) { return array.get<std::vector<int32_t>>(); }
+std::vector<int32_t> ids_of(const nlohmann::json& array) {
+    return array.get<std::vector<int32_t>>();
+}
 
 // Streams `ids` after `prompt_ids` and returns the concatenated output; checks every piece.
-std::string stream(const Tokenizer& tokenizer, std::span<const int32_t> prompt_ids, std::span<const int32_t> ids,
-                   bool skip_special_tokens) {
+std::string stream(const Tokenizer& tokenizer, std::span<const int32_t> prompt_ids,
+                   std::span<const int32_t> ids, bool skip_special_tokens) {
     StreamingDetokenizer detokenizer(tokenizer, skip_special_tokens);
     if (!prompt_ids.empty()) detokenizer.set_prefix(prompt_ids);
     std::string text;
@@ -53,11 +59,13 @@ std::string stream(const Tokenizer& tokenizer, std::span<const int32_t> prompt_i
 
 std::vector<std::vector<int32_t>> golden_id_sequences(const std::string& relative) {
     std::vector<std::vector<int32_t>> sequences;
-    for (const auto& record : read_jsonl_file(testdata_path(relative))) sequences.push_back(ids_of(record["ids"]));
+    for (const auto& record : read_jsonl_file(testdata_path(relative)))
+        sequences.push_back(ids_of(record["ids"]));
     return sequences;
 }
 
-void expect_stream_equals_decode(const Tokenizer& tokenizer, const std::vector<std::vector<int32_t>>& sequences) {
+void expect_stream_equals_decode(const Tokenizer& tokenizer,
+                                 const std::vector<std::vector<int32_t>>& sequences) {
     for (bool skip : {false, true}) {
         for (size_t i = 0; i < sequences.size(); ++i) {
             EXPECT_EQ(stream(tokenizer, {}, sequences[i], skip), tokenizer.decode(sequences[i], skip))
@@ -88,7 +96,8 @@ TEST(StreamingDetokenizer, TinyModelOutputsWithBrokenCharacters) {
     for (const char* model : {"qwen3-tiny/expected.json", "qwen2-tiny/expected.json"}) {
         for (const auto& c : read_json_file(testdata_path(model))["cases"]) {
             const auto output_ids = ids_of(c["output_ids"]);
-            EXPECT_EQ(stream(qwen3(), {}, output_ids, false), c["decoded_text_output_only"].get<std::string>())
+            EXPECT_EQ(stream(qwen3(), {}, output_ids, false),
+                      c["decoded_text_output_only"].get<std::string>())
                 << model << " " << c["name"];
         }
     }
@@ -131,8 +140,9 @@ TEST(StreamingDetokenizer, RandomPromptSplits) {
     std::mt19937 rng(1234);
     for (const auto* tokenizer_and_file : {&qwen3(), &stories()}) {
         const Tokenizer& tokenizer = *tokenizer_and_file;
-        const auto sequences = golden_id_sequences(&tokenizer == &qwen3() ? "qwen3-tokenizer/golden_public.jsonl"
-                                                                          : "stories260k/tokenizer_golden.jsonl");
+        const auto sequences =
+            golden_id_sequences(&tokenizer == &qwen3() ? "qwen3-tokenizer/golden_public.jsonl"
+                                                       : "stories260k/tokenizer_golden.jsonl");
         size_t num_checked = 0;
         for (size_t i = 0; i < sequences.size(); ++i) {
             const auto& ids = sequences[i];
@@ -143,7 +153,8 @@ TEST(StreamingDetokenizer, RandomPromptSplits) {
             const std::string full = tokenizer.decode(all, skip);
             // A prompt ending mid-character decodes to U+FFFD that the full text replaces.
             if (!full.starts_with(prompt_text)) continue;
-            EXPECT_EQ(stream(tokenizer, all.first(split), all.subspan(split), skip), full.substr(prompt_text.size()))
+            EXPECT_EQ(stream(tokenizer, all.first(split), all.subspan(split), skip),
+                      full.substr(prompt_text.size()))
                 << "sequence " << i << " split " << split;
             ++num_checked;
         }

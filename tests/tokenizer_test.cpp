@@ -34,7 +34,9 @@ const Tokenizer& stories() {
     return *tokenizer;
 }
 
-std::vector<int32_t> ids_of(const nlohmann::json& array) { return array.get<std::vector<int32_t>>(); }
+std::vector<int32_t> ids_of(const nlohmann::json& array) {
+    return array.get<std::vector<int32_t>>();
+}
 
 TEST(TokenizerQwen3, GoldenPublicEncodeAndDecode) {
     const auto records = read_jsonl_file(testdata_path("qwen3-tokenizer/golden_public.jsonl"));
@@ -75,7 +77,8 @@ TEST(TokenizerQwen3, TinyModelPromptsAndOutputs) {
         for (const auto& c : expected["cases"]) {
             EXPECT_EQ(qwen3().encode(c["prompt_text"].get<std::string>(), false), ids_of(c["prompt_ids"]))
                 << model << " " << c["name"];
-            EXPECT_EQ(qwen3().decode(ids_of(c["output_ids"])), c["decoded_text_output_only"].get<std::string>())
+            EXPECT_EQ(qwen3().decode(ids_of(c["output_ids"])),
+                      c["decoded_text_output_only"].get<std::string>())
                 << model << " " << c["name"];
         }
     }
@@ -97,7 +100,10 @@ TEST(TokenizerQwen3, SpecialTokensAndVocab) {
 }
 
 TEST(TokenizerQwen3, InvalidUtf8InputIsRepaired) {
-    EXPECT_EQ(qwen3().encode("a\xFF" "b"), qwen3().encode("a\xEF\xBF\xBD" "b"));
+    EXPECT_EQ(qwen3().encode("a\xFF"
+                             "b"),
+              qwen3().encode("a\xEF\xBF\xBD"
+                             "b"));
 }
 
 TEST(TokenizerStories, GoldenEncodeAndDecode) {
@@ -107,11 +113,13 @@ TEST(TokenizerStories, GoldenEncodeAndDecode) {
         const std::string text = record["text"];
         const auto expected_ids = ids_of(record["ids"]);
         EXPECT_EQ(stories().encode(text, true), expected_ids) << record["id"];
-        EXPECT_EQ(stories().decode(expected_ids, /*skip_special_tokens=*/true), record["decoded"].get<std::string>())
+        EXPECT_EQ(stories().decode(expected_ids, /*skip_special_tokens=*/true),
+                  record["decoded"].get<std::string>())
             << record["id"];
         const auto tokens = record["tokens"].get<std::vector<std::string>>();
         ASSERT_EQ(tokens.size(), expected_ids.size());
-        for (size_t i = 0; i < tokens.size(); ++i) EXPECT_EQ(stories().id_to_token(expected_ids[i]), tokens[i]);
+        for (size_t i = 0; i < tokens.size(); ++i)
+            EXPECT_EQ(stories().id_to_token(expected_ids[i]), tokens[i]);
     }
 }
 
@@ -120,7 +128,8 @@ TEST(TokenizerStories, ModelPromptsAndOutputs) {
     for (const auto& c : expected["cases"]) {
         const auto prompt_ids = ids_of(c["prompt_ids"]);
         EXPECT_EQ(stories().encode(c["prompt_text"].get<std::string>(), true), prompt_ids) << c["name"];
-        EXPECT_EQ(stories().decode(ids_of(c["output_ids"]), true), c["decoded_text_output_only"].get<std::string>())
+        EXPECT_EQ(stories().decode(ids_of(c["output_ids"]), true),
+                  c["decoded_text_output_only"].get<std::string>())
             << c["name"];
         std::vector<int32_t> all_ids = prompt_ids;
         for (int32_t id : ids_of(c["output_ids"])) all_ids.push_back(id);
@@ -167,7 +176,8 @@ TEST(TokenizerErrors, MalformedJsonNamesThePath) {
 
 TEST(TokenizerErrors, UnsupportedComponentsNameTheFileAndType) {
     const std::string dir = testing::make_temp_dir("tokenizer_unsupported");
-    const std::string model = R"("model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]})";
+    const std::string model =
+        R"("model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]})";
     const std::vector<std::pair<std::string, std::string>> cases = {
         {R"({"model": {"type": "Unigram", "vocab": []}})", "Unigram"},
         {"{" + model + R"(, "normalizer": {"type": "BertNormalizer"}})", "BertNormalizer"},
@@ -176,7 +186,8 @@ TEST(TokenizerErrors, UnsupportedComponentsNameTheFileAndType) {
         {"{" + model + R"(, "post_processor": {"type": "Mystery"}})", "Mystery"},
         {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]}})", "merges[0]"},
         {R"({"model": {"type": "BPE", "vocab": {"a": "zero"}, "merges": []}})", "model.vocab"},
-        {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], "fuse_unk": "yes"}})", "invalid tokenizer definition"},
+        {R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], "fuse_unk": "yes"}})",
+         "invalid tokenizer definition"},
     };
     for (size_t i = 0; i < cases.size(); ++i) {
         const std::string path = write_file(dir, "case" + std::to_string(i) + ".json", cases[i].first);
@@ -193,7 +204,8 @@ TEST(TokenizerErrors, MalformedConfigNamesTheConfigFile) {
     write_file(dir, "tokenizer_config.json", "not json");
     auto result = Tokenizer::from_dir(dir);
     ASSERT_FALSE(result.ok());
-    EXPECT_NE(result.error().message.find("tokenizer_config.json"), std::string::npos) << result.error().message;
+    EXPECT_NE(result.error().message.find("tokenizer_config.json"), std::string::npos)
+        << result.error().message;
 }
 
 }  // namespace

@@ -16,12 +16,12 @@ TEST(Unicode, LossyDecodingUsesMaximalSubparts) {
 }
 
 TEST(Unicode, LossyDecodingRejectsOverlongsSurrogatesAndOutOfRange) {
-    EXPECT_EQ(utf8_lossy("\xC0\xAF"), kFffd + kFffd);              // overlong '/'
-    EXPECT_EQ(utf8_lossy("\xE0\x80\xAF"), kFffd + kFffd + kFffd);  // overlong, E0 needs A0..BF
-    EXPECT_EQ(utf8_lossy("\xED\xA0\x80"), kFffd + kFffd + kFffd);  // surrogate D800
+    EXPECT_EQ(utf8_lossy("\xC0\xAF"), kFffd + kFffd);                          // overlong '/'
+    EXPECT_EQ(utf8_lossy("\xE0\x80\xAF"), kFffd + kFffd + kFffd);              // overlong, E0 needs A0..BF
+    EXPECT_EQ(utf8_lossy("\xED\xA0\x80"), kFffd + kFffd + kFffd);              // surrogate D800
     EXPECT_EQ(utf8_lossy("\xF4\x90\x80\x80"), kFffd + kFffd + kFffd + kFffd);  // > U+10FFFF
-    EXPECT_EQ(utf8_lossy("\xF0\x9F\x98"), kFffd);                  // truncated emoji: one subpart
-    EXPECT_EQ(utf8_lossy("\xF0\x9F\x98\x80"), "\xF0\x9F\x98\x80");  // complete emoji
+    EXPECT_EQ(utf8_lossy("\xF0\x9F\x98"), kFffd);                              // truncated emoji: one subpart
+    EXPECT_EQ(utf8_lossy("\xF0\x9F\x98\x80"), "\xF0\x9F\x98\x80");             // complete emoji
     EXPECT_EQ(utf8_lossy(std::string("a\0b", 3)), std::string("a\0b", 3));
 }
 
@@ -58,7 +58,7 @@ TEST(Unicode, NormalForms) {
     const std::string composed = "\xC3\xA9";     // é
     EXPECT_EQ(normalize(decomposed, NormalForm::Nfc), composed);
     EXPECT_EQ(normalize(composed, NormalForm::Nfd), decomposed);
-    EXPECT_EQ(normalize("\xEF\xAC\x81", NormalForm::Nfkc), "fi");  // U+FB01 ligature
+    EXPECT_EQ(normalize("\xEF\xAC\x81", NormalForm::Nfkc), "fi");       // U+FB01 ligature
     EXPECT_EQ(normalize("\xE2\x84\xAB", NormalForm::Nfc), "\xC3\x85");  // ANGSTROM SIGN -> Å
     EXPECT_EQ(to_lowercase("HeLLo \xC3\x89"), "hello \xC3\xA9");
 }

@@ -19,10 +19,12 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s\n", loaded.error().message.c_str());
         return 1;
     }
-    std::printf("load: %.1f ms, vocab_size %d\n", load_watch.elapsed_seconds() * 1e3, loaded.value()->vocab_size());
+    std::printf("load: %.1f ms, vocab_size %d\n", load_watch.elapsed_seconds() * 1e3,
+                loaded.value()->vocab_size());
     const lmrun::Tokenizer& tokenizer = *loaded.value();
 
-    std::string text = "The quick brown fox jumps over the lazy dog. 你好，世界！ def f(x):\n    return x + 1\n";
+    std::string text =
+        "The quick brown fox jumps over the lazy dog. 你好，世界！ def f(x):\n    return x + 1\n";
     if (argc >= 3) {
         std::ifstream in(argv[2], std::ios::binary);
         std::stringstream buffer;
@@ -36,8 +38,8 @@ int main(int argc, char** argv) {
     lmrun::Stopwatch encode_watch;
     const auto ids = tokenizer.encode(long_text, false);
     const double encode_s = encode_watch.elapsed_seconds();
-    std::printf("encode: %zu bytes -> %zu ids in %.1f ms (%.0f ids/ms, %.1f MB/s)\n", long_text.size(), ids.size(),
-                encode_s * 1e3, ids.size() / (encode_s * 1e3), long_text.size() / encode_s / 1e6);
+    std::printf("encode: %zu bytes -> %zu ids in %.1f ms (%.0f ids/ms, %.1f MB/s)\n", long_text.size(),
+                ids.size(), encode_s * 1e3, ids.size() / (encode_s * 1e3), long_text.size() / encode_s / 1e6);
 
     lmrun::Stopwatch decode_watch;
     const std::string decoded = tokenizer.decode(ids);

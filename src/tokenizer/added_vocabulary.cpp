@@ -38,7 +38,8 @@ Result<AddedVocabulary> AddedVocabulary::from_json(const nlohmann::json& added_t
         token.special = entry.value("special", false);
         token.normalized = entry.value("normalized", !token.special);
         if (token.content.empty()) return make_error("added token {} has empty content", token.id);
-        if (!unicode::is_valid_utf8(token.content)) return make_error("added token {} is not UTF-8", token.id);
+        if (!unicode::is_valid_utf8(token.content))
+            return make_error("added token {} is not UTF-8", token.id);
         if (!token.normalized) add_to_trie(vocabulary.raw_trie_, token.content, token.id);
         vocabulary.index_by_id_[token.id] = vocabulary.tokens_.size();
         vocabulary.tokens_.push_back(std::move(token));
@@ -81,7 +82,8 @@ bool AddedVocabulary::accept_match(const AddedToken& token, std::string_view tex
     if (token.single_word) {
         const bool word_before = begin > 0 && unicode::is_alphanumeric(char_before(text, begin));
         size_t after = end;
-        const bool word_after = end < text.size() && unicode::is_alphanumeric(unicode::next_code_point(text, after));
+        const bool word_after =
+            end < text.size() && unicode::is_alphanumeric(unicode::next_code_point(text, after));
         if (word_before || word_after) return false;
     }
     if (token.lstrip) {
@@ -121,7 +123,8 @@ std::vector<TextSplit> AddedVocabulary::split(std::string_view text, bool normal
             pos = match->second;
             continue;
         }
-        if (begin > copied) splits.push_back({std::string(text.substr(copied, begin - copied)), std::nullopt});
+        if (begin > copied)
+            splits.push_back({std::string(text.substr(copied, begin - copied)), std::nullopt});
         splits.push_back({std::string(text.substr(begin, end - begin)), token.id});
         copied = end;
         pos = end;

@@ -35,7 +35,7 @@ struct TextSplit {
 };
 
 class AddedVocabulary {
-public:
+  public:
     static Result<AddedVocabulary> from_json(const nlohmann::json& added_tokens);
 
     // Splits `text` at the tokens whose `normalized` flag equals `normalized`.
@@ -59,7 +59,7 @@ public:
     std::optional<int32_t> find_by_content(std::string_view content) const;
     const std::vector<AddedToken>& tokens() const { return tokens_; }
 
-private:
+  private:
     struct TrieNode {
         std::unordered_map<unsigned char, int32_t> children;
         int32_t token_id = -1;
@@ -67,7 +67,7 @@ private:
     static void add_to_trie(std::vector<TrieNode>& trie, std::string_view content, int32_t id);
     // Longest token starting at `pos`: (token id, end) or nothing.
     static std::optional<std::pair<int32_t, size_t>> longest_match(const std::vector<TrieNode>& trie,
-                                                                    std::string_view text, size_t pos);
+                                                                   std::string_view text, size_t pos);
     bool accept_match(const AddedToken& token, std::string_view text, size_t& begin, size_t& end,
                       size_t floor) const;
 

@@ -26,7 +26,9 @@ size_t utf8_char_length(unsigned char lead) {
 
 }  // namespace
 
-BpeModel::BpeModel(BpeModel&& other) noexcept { *this = std::move(other); }
+BpeModel::BpeModel(BpeModel&& other) noexcept {
+    *this = std::move(other);
+}
 
 BpeModel& BpeModel::operator=(BpeModel&& other) noexcept {
     vocab_ = std::move(other.vocab_);
@@ -67,9 +69,9 @@ Result<BpeTables> bpe_tables_from_json(const nlohmann::json& model) {
     for (size_t rank = 0; rank < merges.size(); ++rank) {
         std::pair<std::string, std::string> merge;
         const auto& entry = merges[rank];
-        const bool ok = entry.is_string()
-                            ? split_merge_line(entry.get<std::string>(), merge)
-                            : entry.is_array() && entry.size() == 2 && entry[0].is_string() && entry[1].is_string();
+        const bool ok = entry.is_string() ? split_merge_line(entry.get<std::string>(), merge)
+                                          : entry.is_array() && entry.size() == 2 && entry[0].is_string() &&
+                                                entry[1].is_string();
         if (!ok) return make_error("model.merges[{}] is neither \"a b\" nor [a, b]: {}", rank, entry.dump());
         if (entry.is_array()) merge = {entry[0].get<std::string>(), entry[1].get<std::string>()};
         tables.merges.push_back(std::move(merge));
@@ -115,7 +117,8 @@ Result<BpeModel> BpeModel::build(const nlohmann::json& spec, BpeTables tables) {
 Status BpeModel::load_vocab(std::vector<std::pair<std::string, int64_t>>& vocab) {
     int32_t max_id = -1;
     for (const auto& [token, id] : vocab) {
-        if (id < 0 || id >= INT32_MAX) return make_error("model.vocab: id {} of '{}' is out of range", id, token);
+        if (id < 0 || id >= INT32_MAX)
+            return make_error("model.vocab: id {} of '{}' is out of range", id, token);
         max_id = std::max(max_id, static_cast<int32_t>(id));
     }
     id_to_token_.assign(static_cast<size_t>(max_id + 1), std::string());
@@ -195,7 +198,8 @@ std::vector<BpeModel::Symbol> BpeModel::initial_symbols(std::string_view piece) 
     int32_t pending_unk = -1;  // an unk not yet pushed (fused unks grow it)
     std::string key;
     for (size_t pos = 0; pos < piece.size();) {
-        const size_t length = std::min(utf8_char_length(static_cast<unsigned char>(piece[pos])), piece.size() - pos);
+        const size_t length =
+            std::min(utf8_char_length(static_cast<unsigned char>(piece[pos])), piece.size() - pos);
         const std::string_view character = piece.substr(pos, length);
         const bool is_first = pos == 0;
         pos += length;
@@ -271,7 +275,8 @@ std::vector<int32_t> BpeModel::encode_uncached(std::string_view piece) const {
     std::vector<Symbol> symbols = initial_symbols(piece);
     merge_symbols(symbols);
     std::vector<int32_t> ids;
-    for (int32_t pos = symbols.empty() ? -1 : 0; pos >= 0; pos = symbols[pos].next) ids.push_back(symbols[pos].id);
+    for (int32_t pos = symbols.empty() ? -1 : 0; pos >= 0; pos = symbols[pos].next)
+        ids.push_back(symbols[pos].id);
     return ids;
 }
 

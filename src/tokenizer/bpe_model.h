@@ -21,13 +21,12 @@
 
 namespace lmrun {
 
-
 // The two big tables of a BPE model, extracted from the JSON separately because
 // building them as a JSON DOM dominates load time (see tokenizer_json.h).
 struct BpeTables {
     std::vector<std::pair<std::string, int64_t>> vocab;
     std::vector<std::pair<std::string, std::string>> merges;  // in rank order
-    std::string error;  // first malformed entry, if any
+    std::string error;                                        // first malformed entry, if any
 };
 // From a DOM "model" object (used when the tables were not extracted by the reader).
 Result<BpeTables> bpe_tables_from_json(const nlohmann::json& model);
@@ -35,7 +34,7 @@ Result<BpeTables> bpe_tables_from_json(const nlohmann::json& model);
 bool split_merge_line(const std::string& line, std::pair<std::string, std::string>& merge);
 
 class BpeModel {
-public:
+  public:
     // `spec` is the "model" object; its vocab/merges are taken from `tables`.
     static Result<BpeModel> build(const nlohmann::json& spec, BpeTables tables);
     static Result<BpeModel> from_json(const nlohmann::json& spec);
@@ -51,7 +50,7 @@ public:
     // Highest id in the vocab + 1.
     int32_t num_ids() const { return static_cast<int32_t>(id_to_token_.size()); }
 
-private:
+  private:
     struct Merge {
         int32_t rank;
         int32_t new_id;
@@ -59,12 +58,12 @@ private:
     // Open-addressing (linear probing) map from a packed id pair to its merge:
     // one flat array instead of 151k hash nodes, for load time and lookup speed.
     class MergeTable {
-    public:
+      public:
         void reserve(size_t count);
         void insert_or_assign(uint64_t key, Merge merge);
         const Merge* find(uint64_t key) const;
 
-    private:
+      private:
         static constexpr uint64_t kEmpty = ~uint64_t{0};
         size_t slot_of(uint64_t key) const;
         std::vector<uint64_t> keys_;

@@ -36,10 +36,14 @@ std::optional<unsigned char> parse_byte_token(const std::string& token) {
     for (size_t i = 3; i < 5; ++i) {
         const char c = token[i];
         value <<= 4;
-        if (c >= '0' && c <= '9') value |= c - '0';
-        else if (c >= 'a' && c <= 'f') value |= c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F') value |= c - 'A' + 10;
-        else return std::nullopt;
+        if (c >= '0' && c <= '9')
+            value |= c - '0';
+        else if (c >= 'a' && c <= 'f')
+            value |= c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            value |= c - 'A' + 10;
+        else
+            return std::nullopt;
     }
     return static_cast<unsigned char>(value);
 }
@@ -130,8 +134,10 @@ Status Decoder::append_steps(const nlohmann::json& spec, std::vector<Step>& step
 
 std::vector<std::string> Decoder::apply(const Step& step, std::vector<std::string> tokens, bool at_start) {
     switch (step.kind) {
-        case Kind::ByteLevel: return decode_byte_level(tokens);
-        case Kind::ByteFallback: return decode_byte_fallback(std::move(tokens));
+        case Kind::ByteLevel:
+            return decode_byte_level(tokens);
+        case Kind::ByteFallback:
+            return decode_byte_fallback(std::move(tokens));
         case Kind::Fuse: {
             std::string fused;
             for (const std::string& token : tokens) fused += token;

@@ -16,7 +16,7 @@
 namespace lmrun {
 
 class Decoder {
-public:
+  public:
     // `spec` may be null.
     static Result<Decoder> from_json(const nlohmann::json& spec);
 
@@ -25,7 +25,7 @@ public:
     // start of the text (Strip start, Metaspace prefix) are then skipped.
     std::string decode(std::vector<std::string> tokens, bool at_sequence_start = true) const;
 
-private:
+  private:
     enum class Kind { ByteLevel, ByteFallback, Fuse, Strip, Replace, Metaspace };
     struct Step {
         Kind kind = Kind::Fuse;

@@ -75,11 +75,16 @@ Status Normalizer::append_steps(const nlohmann::json& spec, std::vector<Step>& s
 
 std::string Normalizer::apply(const Step& step, std::string text) {
     switch (step.kind) {
-        case Kind::Unicode: return unicode::normalize(text, step.form);
-        case Kind::Prepend: return text.empty() ? text : step.text + text;
-        case Kind::Replace: return step.pattern.replace_all(text, step.text);
-        case Kind::Lowercase: return unicode::to_lowercase(text);
-        case Kind::Strip: return strip_whitespace(text, step.strip_left, step.strip_right);
+        case Kind::Unicode:
+            return unicode::normalize(text, step.form);
+        case Kind::Prepend:
+            return text.empty() ? text : step.text + text;
+        case Kind::Replace:
+            return step.pattern.replace_all(text, step.text);
+        case Kind::Lowercase:
+            return unicode::to_lowercase(text);
+        case Kind::Strip:
+            return strip_whitespace(text, step.strip_left, step.strip_right);
     }
     return text;
 }

@@ -17,13 +17,13 @@
 namespace lmrun {
 
 class Normalizer {
-public:
+  public:
     // `spec` may be null (no normalization).
     static Result<Normalizer> from_json(const nlohmann::json& spec);
     std::string normalize(std::string_view text) const;
     bool empty() const { return steps_.empty(); }
 
-private:
+  private:
     enum class Kind { Unicode, Prepend, Replace, Lowercase, Strip };
     struct Step {
         Kind kind = Kind::Unicode;

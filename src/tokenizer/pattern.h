@@ -15,14 +15,14 @@
 namespace lmrun {
 
 class Pattern {
-public:
+  public:
     static Result<Pattern> from_json(const nlohmann::json& spec);
     static Pattern literal(std::string text);
 
     std::vector<ByteRange> find_all(std::string_view text) const;
     std::string replace_all(std::string_view text, std::string_view content) const;
 
-private:
+  private:
     bool is_regex_ = false;
     std::string literal_;
     Regex regex_;

@@ -14,7 +14,7 @@
 namespace lmrun {
 
 class PostProcessor {
-public:
+  public:
     // `spec` may be null.
     static Result<PostProcessor> from_json(const nlohmann::json& spec);
     // Whether the file defines a processor that adds tokens (else the caller may
@@ -27,7 +27,7 @@ public:
     const std::vector<int32_t>& suffix_ids() const { return suffix_ids_; }
     void set_ids(std::vector<int32_t> prefix_ids, std::vector<int32_t> suffix_ids);
 
-private:
+  private:
     Status append(const nlohmann::json& spec);
     Status append_template(const nlohmann::json& spec);
 

@@ -35,7 +35,8 @@ std::vector<Segment> merge_segments(std::vector<Segment> segments, SplitBehavior
     std::vector<Segment> out;
     bool previous_match = false;
     switch (behavior) {
-        case SplitBehavior::Isolated: return segments;
+        case SplitBehavior::Isolated:
+            return segments;
         case SplitBehavior::Removed:
             for (const Segment& s : segments) {
                 if (!s.is_match) out.push_back(s);

@@ -18,12 +18,12 @@ namespace lmrun {
 enum class SplitBehavior { Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous };
 
 class PreTokenizer {
-public:
+  public:
     // `spec` may be null: the whole text is one piece.
     static Result<PreTokenizer> from_json(const nlohmann::json& spec);
     std::vector<std::string> pre_tokenize(std::string_view text) const;
 
-private:
+  private:
     enum class Kind { Split, ByteLevel };
     struct Step {
         Kind kind = Kind::Split;

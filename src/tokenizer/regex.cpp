@@ -109,7 +109,8 @@ std::vector<ByteRange> Regex::find_all(std::string_view text) const {
         } else {
             // Empty match: step over one whole code point.
             ++offset;
-            while (offset < text.size() && (static_cast<unsigned char>(text[offset]) & 0xC0) == 0x80) ++offset;
+            while (offset < text.size() && (static_cast<unsigned char>(text[offset]) & 0xC0) == 0x80)
+                ++offset;
         }
     }
     pcre2_match_data_free(match_data);

@@ -20,12 +20,12 @@ struct ByteRange {
 };
 
 class Regex {
-public:
+  public:
     static Result<Regex> compile(std::string_view pattern);
     // Every non-overlapping match, left to right. `text` must be valid UTF-8.
     std::vector<ByteRange> find_all(std::string_view text) const;
 
-private:
+  private:
     struct Compiled;
     std::shared_ptr<const Compiled> compiled_;
 };

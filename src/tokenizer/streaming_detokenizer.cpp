@@ -16,13 +16,16 @@ constexpr size_t kMaxPendingIds = 16;
 constexpr size_t kPrefixContextIds = 8;
 constexpr size_t kMaxExtraContextIds = 8;
 
-bool ends_with_replacement(const std::string& text) { return text.ends_with(unicode::kReplacementChar); }
+bool ends_with_replacement(const std::string& text) {
+    return text.ends_with(unicode::kReplacementChar);
+}
 
 // Length of the common prefix of a and b, cut back to a UTF-8 character boundary.
 size_t common_prefix_length(const std::string& a, const std::string& b) {
     size_t length = 0;
     while (length < a.size() && length < b.size() && a[length] == b[length]) ++length;
-    while (length > 0 && length < b.size() && (static_cast<unsigned char>(b[length]) & 0xC0) == 0x80) --length;
+    while (length > 0 && length < b.size() && (static_cast<unsigned char>(b[length]) & 0xC0) == 0x80)
+        --length;
     return length;
 }
 

@@ -23,7 +23,7 @@ namespace lmrun {
 class Tokenizer;
 
 class StreamingDetokenizer {
-public:
+  public:
     StreamingDetokenizer(const Tokenizer& tokenizer, bool skip_special_tokens = false);
 
     // Primes with prompt ids so the first generated token decodes in context;
@@ -32,7 +32,7 @@ public:
     std::string push(int32_t id);  // new complete text, possibly empty
     std::string flush();           // whatever is left (may contain U+FFFD for a truncated char)
 
-private:
+  private:
     std::string decode_window(size_t begin, size_t end) const;
     std::string emit(const std::string& window_text);
     void compact();
@@ -40,9 +40,9 @@ private:
     const Tokenizer& tokenizer_;
     bool skip_special_tokens_;
     std::vector<int32_t> ids_;
-    size_t prefix_offset_ = 0;  // window start in ids_
-    size_t read_offset_ = 0;    // ids_[prefix_offset_, read_offset_) were already emitted
-    std::string prefix_text_;   // decode of ids_[prefix_offset_, read_offset_)
+    size_t prefix_offset_ = 0;     // window start in ids_
+    size_t read_offset_ = 0;       // ids_[prefix_offset_, read_offset_) were already emitted
+    std::string prefix_text_;      // decode of ids_[prefix_offset_, read_offset_)
     bool window_at_start_ = true;  // no decodable id precedes the window
 };
 

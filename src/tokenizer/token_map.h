@@ -13,7 +13,7 @@
 namespace lmrun {
 
 class TokenMap {
-public:
+  public:
     // `tokens` must outlive the map and not change; empty slots are skipped when
     // `present[id]` is false. A repeated string keeps its highest id.
     void build(const std::vector<std::string>& tokens, const std::vector<bool>& present);
@@ -21,7 +21,7 @@ public:
     // After the owner moved `tokens` (same contents, new vector object).
     void rebind(const std::vector<std::string>& tokens) { tokens_ = &tokens; }
 
-private:
+  private:
     struct Slot {
         uint32_t tag;
         int32_t id;  // -1: empty

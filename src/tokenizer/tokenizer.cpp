@@ -40,7 +40,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_file(const std::string& token
     Stopwatch stopwatch;
     LMRUN_ASSIGN_OR_RETURN(TokenizerJson tokenizer_json, read_tokenizer_json(tokenizer_json_path));
     nlohmann::json config = nlohmann::json::object();
-    const auto config_path = std::filesystem::path(tokenizer_json_path).parent_path() / "tokenizer_config.json";
+    const auto config_path =
+        std::filesystem::path(tokenizer_json_path).parent_path() / "tokenizer_config.json";
     if (std::filesystem::exists(config_path)) {
         LMRUN_ASSIGN_OR_RETURN(config, read_json(config_path.string()));
     }
@@ -48,8 +49,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_file(const std::string& token
     if (tokenizer_json.has_tables) tables = std::move(tokenizer_json.tables);
     auto tokenizer = build(tokenizer_json.spec, std::move(tables), std::move(config), tokenizer_json_path);
     if (tokenizer.ok()) {
-        log_debug("loaded tokenizer {} ({} ids) in {:.0f} ms", tokenizer_json_path, tokenizer.value()->vocab_size(),
-                  stopwatch.elapsed_seconds() * 1e3);
+        log_debug("loaded tokenizer {} ({} ids) in {:.0f} ms", tokenizer_json_path,
+                  tokenizer.value()->vocab_size(), stopwatch.elapsed_seconds() * 1e3);
     }
     return tokenizer;
 }
@@ -63,8 +64,9 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json(const nlohmann::json& sp
     return build(spec, std::nullopt, std::move(config), source);
 }
 
-Result<std::unique_ptr<Tokenizer>> Tokenizer::build(const nlohmann::json& spec, std::optional<BpeTables> tables,
-                                                    nlohmann::json config, const std::string& source) {
+Result<std::unique_ptr<Tokenizer>> Tokenizer::build(const nlohmann::json& spec,
+                                                    std::optional<BpeTables> tables, nlohmann::json config,
+                                                    const std::string& source) {
     if (!spec.is_object()) return make_error("{}: top level is not a JSON object", source);
     if (!config.is_object()) return make_error("{}: tokenizer_config.json is not a JSON object", source);
     std::unique_ptr<Tokenizer> tokenizer(new Tokenizer());
@@ -94,7 +96,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::build(const nlohmann::json& spec, 
         tokenizer->decoder_ = std::move(decoder).value();
         tokenizer->config_ = std::move(config);
         const Normalizer& normalizer_ref = tokenizer->normalizer_;
-        tokenizer->added_.normalize_contents([&](const std::string& s) { return normalizer_ref.normalize(s); });
+        tokenizer->added_.normalize_contents(
+            [&](const std::string& s) { return normalizer_ref.normalize(s); });
         auto status = tokenizer->configure_special_tokens();
         if (!status.ok()) return with_source(status.error());
     } catch (const nlohmann::json::exception& e) {

@@ -28,13 +28,14 @@
 namespace lmrun {
 
 class Tokenizer {
-public:
+  public:
     // Loads tokenizer.json, plus tokenizer_config.json from the same folder when present.
     static Result<std::unique_ptr<Tokenizer>> from_file(const std::string& tokenizer_json_path);
     static Result<std::unique_ptr<Tokenizer>> from_dir(const std::string& dir);  // dir/tokenizer.json
     // From parsed JSON; `source` names the origin in error messages.
     static Result<std::unique_ptr<Tokenizer>> from_json(const nlohmann::json& tokenizer_json,
-                                                        nlohmann::json tokenizer_config, const std::string& source);
+                                                        nlohmann::json tokenizer_config,
+                                                        const std::string& source);
 
     // Text that is not valid UTF-8 is first repaired (ill-formed bytes -> U+FFFD).
     std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = true) const;
@@ -51,14 +52,16 @@ public:
 
     // For streaming: decodes `ids` as a chunk of a longer sequence. When
     // `at_sequence_start` is false, start-of-text decoder steps are skipped.
-    std::string decode_chunk(std::span<const int32_t> ids, bool skip_special_tokens, bool at_sequence_start) const;
+    std::string decode_chunk(std::span<const int32_t> ids, bool skip_special_tokens,
+                             bool at_sequence_start) const;
     // Whether `id` yields a token string in decode() (known, and not a skipped special).
     bool decodes_to_token(int32_t id, bool skip_special_tokens) const;
 
-private:
+  private:
     Tokenizer() = default;
-    static Result<std::unique_ptr<Tokenizer>> build(const nlohmann::json& spec, std::optional<BpeTables> tables,
-                                                    nlohmann::json config, const std::string& source);
+    static Result<std::unique_ptr<Tokenizer>> build(const nlohmann::json& spec,
+                                                    std::optional<BpeTables> tables, nlohmann::json config,
+                                                    const std::string& source);
     Status configure_special_tokens();
     void encode_text(std::string_view text, std::vector<int32_t>& ids) const;
     void encode_normalized(std::string_view normalized, std::vector<int32_t>& ids) const;

@@ -11,11 +11,13 @@ using Json = nlohmann::json;
 // Forwards every event to a DOM builder except those inside model.vocab and
 // model.merges, which it collects into BpeTables.
 class TokenizerSax {
-public:
+  public:
     explicit TokenizerSax(TokenizerJson& out) : out_(out), dom_(out.spec, /*allow_exceptions=*/false) {}
 
     bool null() { return capture_ == Capture::None ? dom_.null() : fail("unexpected null"); }
-    bool boolean(bool value) { return capture_ == Capture::None ? dom_.boolean(value) : fail("unexpected bool"); }
+    bool boolean(bool value) {
+        return capture_ == Capture::None ? dom_.boolean(value) : fail("unexpected bool");
+    }
     bool number_integer(Json::number_integer_t value) {
         return capture_ == Capture::None ? dom_.number_integer(value) : vocab_id(value);
     }
@@ -37,7 +39,7 @@ public:
         return dom_.parse_error(position, token, e);
     }
 
-private:
+  private:
     enum class Capture { None, Vocab, Merges, MergePair };
     bool at_model_key(const char* name) const {
         return depth_ == 2 && keys_[0] == "model" && keys_[1] == name;
@@ -55,7 +57,7 @@ private:
     TokenizerJson& out_;
     nlohmann::detail::json_sax_dom_parser<Json> dom_;
     Capture capture_ = Capture::None;
-    size_t depth_ = 0;                // open containers outside captured sections
+    size_t depth_ = 0;               // open containers outside captured sections
     std::vector<std::string> keys_;  // last key at each object depth
     std::string pending_key_;
     std::vector<std::string> pair_;
@@ -63,8 +65,10 @@ private:
 
 bool TokenizerSax::string(Json::string_t& value) {
     switch (capture_) {
-        case Capture::None: return dom_.string(value);
-        case Capture::Vocab: return fail("model.vocab: unexpected string id");
+        case Capture::None:
+            return dom_.string(value);
+        case Capture::Vocab:
+            return fail("model.vocab: unexpected string id");
         case Capture::Merges: {
             std::pair<std::string, std::string> merge;
             if (!split_merge_line(value, merge)) {
@@ -74,7 +78,9 @@ bool TokenizerSax::string(Json::string_t& value) {
             out_.tables.merges.push_back(std::move(merge));
             return true;
         }
-        case Capture::MergePair: pair_.push_back(std::move(value)); return true;
+        case Capture::MergePair:
+            pair_.push_back(std::move(value));
+            return true;
     }
     return true;
 }
@@ -150,8 +156,9 @@ Result<TokenizerJson> read_tokenizer_json(const std::string& path) {
     TokenizerJson out;
     TokenizerSax sax(out);
     const auto* begin = reinterpret_cast<const char*>(file->data());
-    const bool ok = Json::sax_parse(begin, begin + file->size_bytes(), &sax, nlohmann::json::input_format_t::json,
-                                    /*strict=*/true);
+    const bool ok =
+        Json::sax_parse(begin, begin + file->size_bytes(), &sax, nlohmann::json::input_format_t::json,
+                        /*strict=*/true);
     if (!ok || out.spec.is_discarded()) return make_error("{}: malformed JSON", path);
     return out;
 }

@@ -11,7 +11,9 @@ namespace lmrun::unicode {
 
 namespace {
 
-bool is_continuation(unsigned char byte) { return (byte & 0xC0) == 0x80; }
+bool is_continuation(unsigned char byte) {
+    return (byte & 0xC0) == 0x80;
+}
 
 // Bounds of the second byte of a sequence, which are narrower than 80..BF for a
 // few lead bytes (overlongs, surrogates, > U+10FFFF); see Unicode Table 3-7.
@@ -53,10 +55,14 @@ size_t valid_prefix_length(std::string_view text, size_t pos, size_t needed) {
 
 const icu::Normalizer2* normalizer_for(NormalForm form, UErrorCode& status) {
     switch (form) {
-        case NormalForm::Nfc: return icu::Normalizer2::getNFCInstance(status);
-        case NormalForm::Nfd: return icu::Normalizer2::getNFDInstance(status);
-        case NormalForm::Nfkc: return icu::Normalizer2::getNFKCInstance(status);
-        case NormalForm::Nfkd: return icu::Normalizer2::getNFKDInstance(status);
+        case NormalForm::Nfc:
+            return icu::Normalizer2::getNFCInstance(status);
+        case NormalForm::Nfd:
+            return icu::Normalizer2::getNFDInstance(status);
+        case NormalForm::Nfkc:
+            return icu::Normalizer2::getNFKCInstance(status);
+        case NormalForm::Nfkd:
+            return icu::Normalizer2::getNFKDInstance(status);
     }
     return nullptr;
 }
@@ -143,7 +149,9 @@ void append_utf8(std::string& out, char32_t cp) {
     }
 }
 
-bool is_whitespace(char32_t cp) { return u_hasBinaryProperty(static_cast<UChar32>(cp), UCHAR_WHITE_SPACE); }
+bool is_whitespace(char32_t cp) {
+    return u_hasBinaryProperty(static_cast<UChar32>(cp), UCHAR_WHITE_SPACE);
+}
 
 bool is_alphanumeric(char32_t cp) {
     const auto c = static_cast<UChar32>(cp);
@@ -158,8 +166,8 @@ std::string normalize(std::string_view text, NormalForm form) {
     UErrorCode status = U_ZERO_ERROR;
     const icu::Normalizer2* normalizer = normalizer_for(form, status);
     LMRUN_CHECK(U_SUCCESS(status) && normalizer != nullptr, "ICU normalizer unavailable");
-    const icu::UnicodeString source = icu::UnicodeString::fromUTF8(
-        icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
+    const icu::UnicodeString source =
+        icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
     if (normalizer->isNormalized(source, status) && U_SUCCESS(status)) return std::string(text);
     status = U_ZERO_ERROR;
     const icu::UnicodeString result = normalizer->normalize(source, status);
@@ -170,8 +178,8 @@ std::string normalize(std::string_view text, NormalForm form) {
 }
 
 std::string to_lowercase(std::string_view text) {
-    const icu::UnicodeString source = icu::UnicodeString::fromUTF8(
-        icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
+    const icu::UnicodeString source =
+        icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
     icu::UnicodeString lowered = source;
     lowered.toLower(icu::Locale::getRoot());
     std::string out;
