@@ -94,7 +94,8 @@ TEST(StreamingDetokenizer, Qwen3ChatTemplateSequences) {
 // decode contains U+FFFD: the stream must reproduce exactly the same text.
 TEST(StreamingDetokenizer, TinyModelOutputsWithBrokenCharacters) {
     for (const char* model : {"qwen3-tiny/expected.json", "qwen2-tiny/expected.json"}) {
-        for (const auto& c : read_json_file(testdata_path(model))["cases"]) {
+        const auto expected = read_json_file(testdata_path(model));
+        for (const auto& c : expected["cases"]) {
             const auto output_ids = ids_of(c["output_ids"]);
             EXPECT_EQ(stream(qwen3(), {}, output_ids, false),
                       c["decoded_text_output_only"].get<std::string>())
@@ -114,7 +115,8 @@ std::string text_after_prompt(const Tokenizer& tokenizer, std::span<const int32_
 }
 
 TEST(StreamingDetokenizer, StoriesGenerationAfterPrompt) {
-    for (const auto& c : read_json_file(testdata_path("stories260k/expected.json"))["cases"]) {
+    const auto expected = read_json_file(testdata_path("stories260k/expected.json"));
+    for (const auto& c : expected["cases"]) {
         const auto prompt_ids = ids_of(c["prompt_ids"]);
         const auto output_ids = ids_of(c["output_ids"]);
         const std::string expected = text_after_prompt(stories(), prompt_ids, output_ids, true);
@@ -126,7 +128,8 @@ TEST(StreamingDetokenizer, StoriesGenerationAfterPrompt) {
 }
 
 TEST(StreamingDetokenizer, QwenGenerationAfterPrompt) {
-    for (const auto& c : read_json_file(testdata_path("qwen3-tiny/expected.json"))["cases"]) {
+    const auto expected = read_json_file(testdata_path("qwen3-tiny/expected.json"));
+    for (const auto& c : expected["cases"]) {
         const auto prompt_ids = ids_of(c["prompt_ids"]);
         const auto output_ids = ids_of(c["output_ids"]);
         EXPECT_EQ(stream(qwen3(), prompt_ids, output_ids, false),

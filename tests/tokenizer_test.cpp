@@ -4,6 +4,7 @@
 #include "tokenizer/tokenizer.h"
 
 #include <fstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -97,6 +98,23 @@ TEST(TokenizerQwen3, SpecialTokensAndVocab) {
     EXPECT_EQ(qwen3().decode(ids, /*skip_special_tokens=*/true), "Hello<tool_call>");
     EXPECT_EQ(qwen3().decode(ids, false), "<|im_start|>Hello<|im_end|><tool_call>");
     EXPECT_TRUE(qwen3().tokenizer_config().contains("chat_template"));
+}
+
+TEST(TokenizerQwen3, ConcurrentEncodesMatchGoldens) {
+    const auto records = read_jsonl_file(testdata_path("qwen3-tokenizer/golden_public.jsonl"));
+    std::vector<int> num_mismatches(2, 0);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t) {
+        threads.emplace_back([&, t] {
+            for (size_t i = t; i < records.size() * 2; i += 2) {
+                const auto& record = records[i % records.size()];
+                if (qwen3().encode(record["text"].get<std::string>()) != ids_of(record["ids"]))
+                    ++num_mismatches[t];
+            }
+        });
+    }
+    for (auto& thread : threads) thread.join();
+    EXPECT_EQ(num_mismatches, (std::vector<int>{0, 0}));
 }
 
 TEST(TokenizerQwen3, InvalidUtf8InputIsRepaired) {

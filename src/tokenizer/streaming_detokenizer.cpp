@@ -32,21 +32,21 @@ size_t common_prefix_length(const std::string& a, const std::string& b) {
 }  // namespace
 
 StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer, bool skip_special_tokens)
-    : tokenizer_(tokenizer), skip_special_tokens_(skip_special_tokens) {}
+    : tokenizer_(&tokenizer), skip_special_tokens_(skip_special_tokens) {}
 
 void StreamingDetokenizer::set_prefix(std::span<const int32_t> prompt_ids) {
     size_t keep = std::min(prompt_ids.size(), kPrefixContextIds);
     // A window that starts mid-character decodes that character as U+FFFD, and a
     // byte-fallback run cut that way turns wholly into U+FFFD: step back first.
     for (size_t extra = 0; extra < kMaxExtraContextIds && keep < prompt_ids.size(); ++extra) {
-        const std::string head = tokenizer_.decode_chunk(prompt_ids.last(keep), skip_special_tokens_, false);
+        const std::string head = tokenizer_->decode_chunk(prompt_ids.last(keep), skip_special_tokens_, false);
         if (!head.starts_with(unicode::kReplacementChar)) break;
         ++keep;
     }
     const auto dropped = prompt_ids.first(prompt_ids.size() - keep);
     window_at_start_ = true;
     for (int32_t id : dropped) {
-        if (tokenizer_.decodes_to_token(id, skip_special_tokens_)) window_at_start_ = false;
+        if (tokenizer_->decodes_to_token(id, skip_special_tokens_)) window_at_start_ = false;
     }
     const auto kept = prompt_ids.last(keep);
     ids_.assign(kept.begin(), kept.end());
@@ -56,8 +56,8 @@ void StreamingDetokenizer::set_prefix(std::span<const int32_t> prompt_ids) {
 }
 
 std::string StreamingDetokenizer::decode_window(size_t begin, size_t end) const {
-    return tokenizer_.decode_chunk(std::span<const int32_t>(ids_).subspan(begin, end - begin),
-                                   skip_special_tokens_, window_at_start_);
+    return tokenizer_->decode_chunk(std::span<const int32_t>(ids_).subspan(begin, end - begin),
+                                    skip_special_tokens_, window_at_start_);
 }
 
 std::string StreamingDetokenizer::push(int32_t id) {
@@ -78,7 +78,7 @@ std::string StreamingDetokenizer::emit(const std::string& window_text) {
     std::string new_text = window_text.size() > emitted ? window_text.substr(emitted) : std::string();
     // Slide the window: the ids emitted before this push become its context.
     for (size_t i = prefix_offset_; i < read_offset_; ++i) {
-        if (tokenizer_.decodes_to_token(ids_[i], skip_special_tokens_)) window_at_start_ = false;
+        if (tokenizer_->decodes_to_token(ids_[i], skip_special_tokens_)) window_at_start_ = false;
     }
     prefix_offset_ = read_offset_;
     read_offset_ = ids_.size();

@@ -37,7 +37,7 @@ class StreamingDetokenizer {
     std::string emit(const std::string& window_text);
     void compact();
 
-    const Tokenizer& tokenizer_;
+    const Tokenizer* tokenizer_;  // a pointer keeps the class copyable and assignable
     bool skip_special_tokens_;
     std::vector<int32_t> ids_;
     size_t prefix_offset_ = 0;     // window start in ids_

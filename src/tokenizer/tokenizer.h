@@ -24,6 +24,7 @@
 #include "tokenizer/normalizer.h"
 #include "tokenizer/post_processor.h"
 #include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/streaming_detokenizer.h"  // so that this header gives the whole public API
 
 namespace lmrun {
 
@@ -78,7 +79,5 @@ class Tokenizer {
     std::optional<int32_t> eos_token_id_;
     std::optional<int32_t> pad_token_id_;
 };
-
-class StreamingDetokenizer;  // streaming_detokenizer.h
 
 }  // namespace lmrun
