@@ -53,6 +53,13 @@ TEST(Decoder, MetaspaceAndReplaceRegex) {
     const Decoder metaspace =
         make(R"({"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always"})");
     EXPECT_EQ(metaspace.decode({"\xE2\x96\x81Hey", "\xE2\x96\x81there"}), "Hey there");
+    // HF drops every replacement char of the first token, not just a leading one.
+    EXPECT_EQ(metaspace.decode({"a\xE2\x96\x81"
+                                "b",
+                                "\xE2\x96\x81"
+                                "c"}),
+              "ab c");
+    EXPECT_EQ(metaspace.decode({"\xE2\x96\x81Hey"}, /*at_sequence_start=*/false), " Hey");
     const Decoder replace = make(R"({"type": "Replace", "pattern": {"Regex": "[0-9]+"}, "content": "#"})");
     EXPECT_EQ(replace.decode({"a12b3", "4"}), "a#b##");
 }

@@ -65,3 +65,26 @@ TEST(PreTokenizer, UnsupportedTypeAndBehaviorAreErrors) {
 
 }  // namespace
 }  // namespace lmrun
+
+namespace lmrun {
+namespace {
+
+TEST(PreTokenizer, MetaspacePrependSchemes) {
+    auto make = [](const std::string& scheme, bool split) {
+        auto pre_tokenizer = PreTokenizer::from_json({{"type", "Metaspace"},
+                                                      {"replacement", "\xE2\x96\x81"},
+                                                      {"prepend_scheme", scheme},
+                                                      {"split", split}});
+        EXPECT_TRUE(pre_tokenizer.ok());
+        return std::move(pre_tokenizer).value();
+    };
+    const std::string m = "\xE2\x96\x81";  // ▁
+    EXPECT_EQ(make("always", true).pre_tokenize("Hey you", false), (Pieces{m + "Hey", m + "you"}));
+    EXPECT_EQ(make("always", false).pre_tokenize(" Hey", false), Pieces{m + "Hey"});  // no double prefix
+    EXPECT_EQ(make("first", false).pre_tokenize("Hey", true), Pieces{m + "Hey"});
+    EXPECT_EQ(make("first", false).pre_tokenize("Hey", false), Pieces{"Hey"});
+    EXPECT_EQ(make("never", false).pre_tokenize("a b", true), Pieces{"a" + m + "b"});
+}
+
+}  // namespace
+}  // namespace lmrun

@@ -154,10 +154,9 @@ std::vector<std::string> Decoder::apply(const Step& step, std::vector<std::strin
         case Kind::Metaspace: {
             const Pattern replacement = Pattern::literal(step.content);
             for (size_t i = 0; i < tokens.size(); ++i) {
-                tokens[i] = replacement.replace_all(tokens[i], " ");
-                if (i == 0 && at_start && step.metaspace_strip_first && tokens[i].starts_with(' ')) {
-                    tokens[i].erase(0, 1);
-                }
+                // As HF: in the first token every replacement char is dropped, not only a leading one.
+                const bool drop = i == 0 && at_start && step.metaspace_strip_first;
+                tokens[i] = replacement.replace_all(tokens[i], drop ? "" : " ");
             }
             return tokens;
         }

@@ -122,6 +122,8 @@ Status PreTokenizer::append_steps(const nlohmann::json& spec, std::vector<Step>&
         if (step.use_regex) {
             LMRUN_ASSIGN_OR_RETURN(step.pattern, Pattern::from_json({{"Regex", std::string(kGpt2Pattern)}}));
         }
+    } else if (type == "Metaspace") {
+        LMRUN_ASSIGN_OR_RETURN(step, parse_metaspace(spec));
     } else {
         return make_error("unsupported pre_tokenizer type '{}'", type);
     }
@@ -129,8 +131,45 @@ Status PreTokenizer::append_steps(const nlohmann::json& spec, std::vector<Step>&
     return ok_status();
 }
 
-void PreTokenizer::apply(const Step& step, std::string_view piece, std::vector<std::string>& out) {
+Result<PreTokenizer::Step> PreTokenizer::parse_metaspace(const nlohmann::json& spec) {
+    Step step;
+    step.kind = Kind::Metaspace;
+    step.replacement = spec.value("replacement", std::string("\xE2\x96\x81"));
+    step.split = spec.value("split", true);
+    // Older files have add_prefix_space instead of prepend_scheme.
+    const std::string scheme =
+        spec.value("prepend_scheme", spec.value("add_prefix_space", true) ? "always" : "never");
+    if (scheme == "always") {
+        step.prepend_scheme = PrependScheme::Always;
+    } else if (scheme == "first") {
+        step.prepend_scheme = PrependScheme::First;
+    } else if (scheme == "never") {
+        step.prepend_scheme = PrependScheme::Never;
+    } else {
+        return make_error("unsupported Metaspace prepend_scheme '{}'", scheme);
+    }
+    step.pattern = Pattern::literal(step.replacement);
+    return step;
+}
+
+void PreTokenizer::apply(const Step& step, std::string_view piece, bool at_input_start,
+                         std::vector<std::string>& out) {
     switch (step.kind) {
+        case Kind::Metaspace: {
+            std::string replaced = Pattern::literal(" ").replace_all(piece, step.replacement);
+            const bool prepend = step.prepend_scheme == PrependScheme::Always ||
+                                 (step.prepend_scheme == PrependScheme::First && at_input_start);
+            if (prepend && !replaced.starts_with(step.replacement)) replaced.insert(0, step.replacement);
+            if (!step.split) {
+                out.push_back(std::move(replaced));
+                return;
+            }
+            for (std::string& part :
+                 split_text(replaced, step.pattern, SplitBehavior::MergedWithNext, false)) {
+                out.push_back(std::move(part));
+            }
+            return;
+        }
         case Kind::Split:
             for (std::string& part : split_text(piece, step.pattern, step.behavior, step.invert)) {
                 out.push_back(std::move(part));
@@ -158,13 +197,14 @@ void PreTokenizer::apply(const Step& step, std::string_view piece, std::vector<s
     }
 }
 
-std::vector<std::string> PreTokenizer::pre_tokenize(std::string_view text) const {
+std::vector<std::string> PreTokenizer::pre_tokenize(std::string_view text, bool at_input_start) const {
     std::vector<std::string> pieces;
     if (!text.empty()) pieces.emplace_back(text);
     for (const Step& step : steps_) {
         std::vector<std::string> next;
         next.reserve(pieces.size());
-        for (const std::string& piece : pieces) apply(step, piece, next);
+        // Only the first piece starts at the beginning of the input.
+        for (size_t i = 0; i < pieces.size(); ++i) apply(step, pieces[i], at_input_start && i == 0, next);
         pieces = std::move(next);
     }
     return pieces;

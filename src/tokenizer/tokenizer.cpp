@@ -127,22 +127,27 @@ Status Tokenizer::configure_special_tokens() {
     return ok_status();
 }
 
-void Tokenizer::encode_normalized(std::string_view normalized, std::vector<int32_t>& ids) const {
-    for (const std::string& piece : pre_tokenizer_.pre_tokenize(normalized)) model_.encode_piece(piece, ids);
+void Tokenizer::encode_normalized(std::string_view normalized, bool at_input_start,
+                                  std::vector<int32_t>& ids) const {
+    for (const std::string& piece : pre_tokenizer_.pre_tokenize(normalized, at_input_start)) {
+        model_.encode_piece(piece, ids);
+    }
 }
 
-void Tokenizer::encode_text(std::string_view text, std::vector<int32_t>& ids) const {
+void Tokenizer::encode_text(std::string_view text, bool at_input_start, std::vector<int32_t>& ids) const {
     const std::string normalized = normalizer_.normalize(text);
     if (!added_.has_normalized_tokens()) {
-        encode_normalized(normalized, ids);
+        encode_normalized(normalized, at_input_start, ids);
         return;
     }
+    bool first = true;
     for (const TextSplit& split : added_.split(normalized, /*normalized=*/true)) {
         if (split.token_id) {
             ids.push_back(*split.token_id);
         } else {
-            encode_normalized(split.text, ids);
+            encode_normalized(split.text, at_input_start && first, ids);
         }
+        first = false;
     }
 }
 
@@ -154,11 +159,12 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
     }
     std::vector<int32_t> ids;
     ids.reserve(text.size() / 3 + 4);
-    for (const TextSplit& split : added_.split(text, /*normalized=*/false)) {
-        if (split.token_id) {
-            ids.push_back(*split.token_id);
+    const std::vector<TextSplit> splits = added_.split(text, /*normalized=*/false);
+    for (size_t i = 0; i < splits.size(); ++i) {
+        if (splits[i].token_id) {
+            ids.push_back(*splits[i].token_id);
         } else {
-            encode_text(split.text, ids);
+            encode_text(splits[i].text, /*at_input_start=*/i == 0, ids);
         }
     }
     if (add_special_tokens) post_processor_.apply(ids);

@@ -64,8 +64,8 @@ class Tokenizer {
                                                     std::optional<BpeTables> tables, nlohmann::json config,
                                                     const std::string& source);
     Status configure_special_tokens();
-    void encode_text(std::string_view text, std::vector<int32_t>& ids) const;
-    void encode_normalized(std::string_view normalized, std::vector<int32_t>& ids) const;
+    void encode_text(std::string_view text, bool at_input_start, std::vector<int32_t>& ids) const;
+    void encode_normalized(std::string_view normalized, bool at_input_start, std::vector<int32_t>& ids) const;
     const std::string* token_string(int32_t id) const;
 
     AddedVocabulary added_;
