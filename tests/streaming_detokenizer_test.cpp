@@ -166,15 +166,32 @@ TEST(StreamingDetokenizer, RandomPromptSplits) {
 }
 
 TEST(StreamingDetokenizer, WaitsForCompleteCharacters) {
-    // Byte fallback: 中 is E4 B8 AD, three <0xNN> tokens in stories260k.
+    // Byte fallback: 中 is E4 B8 AD, three <0xNN> tokens in stories260k. HF decodes a
+    // run of byte tokens as a whole, so the run is held back until it ends.
     const auto ids = stories().encode("中", false);
     ASSERT_EQ(ids.size(), 4u);  // "▁" then three bytes
     StreamingDetokenizer detokenizer(stories());
     EXPECT_EQ(detokenizer.push(ids[0]), "");  // a lone leading space is stripped
     EXPECT_EQ(detokenizer.push(ids[1]), "");
     EXPECT_EQ(detokenizer.push(ids[2]), "");
-    EXPECT_EQ(detokenizer.push(ids[3]), "中");
-    EXPECT_EQ(detokenizer.flush(), "");
+    EXPECT_EQ(detokenizer.push(ids[3]), "");
+    // The next non-byte token ends the run.
+    const auto word_ids = stories().encode("a", false);
+    ASSERT_EQ(stories().decode(word_ids), "a");
+    std::vector<int32_t> all_ids = ids;
+    all_ids.insert(all_ids.end(), word_ids.begin(), word_ids.end());
+    std::string text = detokenizer.push(word_ids[0]);
+    EXPECT_TRUE(text.starts_with("中")) << text;
+    for (size_t i = 1; i < word_ids.size(); ++i) text += detokenizer.push(word_ids[i]);
+    EXPECT_EQ(text + detokenizer.flush(), stories().decode(all_ids));
+
+    // A valid byte ('A') followed by a stray lead byte: the whole run becomes U+FFFDs.
+    const std::vector<int32_t> run = {*stories().token_to_id("<0x41>"), *stories().token_to_id("<0xE4>")};
+    StreamingDetokenizer invalid_run(stories());
+    EXPECT_EQ(invalid_run.push(run[0]), "");
+    EXPECT_EQ(invalid_run.push(run[1]), "");
+    EXPECT_EQ(invalid_run.flush(), stories().decode(run));
+    EXPECT_EQ(stories().decode(run), "\xEF\xBF\xBD\xEF\xBF\xBD");
 
     // Byte level: a truncated character is flushed as U+FFFD, like decode().
     std::vector<int32_t> emoji_ids;
@@ -187,6 +204,20 @@ TEST(StreamingDetokenizer, WaitsForCompleteCharacters) {
     EXPECT_EQ(truncated.push(emoji_ids[0]), "");
     EXPECT_EQ(truncated.flush(), qwen3().decode(std::span<const int32_t>(emoji_ids).first(1)));
     EXPECT_EQ(truncated.flush(), "");
+}
+
+// Random ids hit partial characters, stray bytes and invalid byte-fallback runs.
+TEST(StreamingDetokenizer, RandomIdSequences) {
+    std::mt19937 rng(7);
+    for (const Tokenizer* tokenizer : {&qwen3(), &stories()}) {
+        for (int iteration = 0; iteration < 400; ++iteration) {
+            std::vector<int32_t> ids(1 + rng() % 40);
+            for (int32_t& id : ids) id = static_cast<int32_t>(rng() % tokenizer->vocab_size());
+            const bool skip = iteration % 2 == 1;
+            EXPECT_EQ(stream(*tokenizer, {}, ids, skip), tokenizer->decode(ids, skip))
+                << "iteration " << iteration;
+        }
+    }
 }
 
 TEST(StreamingDetokenizer, SkippedSpecialTokensKeepSpaces) {

@@ -94,6 +94,7 @@ Result<Decoder> Decoder::from_json(const nlohmann::json& spec) {
     if (spec.is_null()) return decoder;
     decoder.has_decoder_ = true;
     LMRUN_RETURN_IF_ERROR(append_steps(spec, decoder.steps_));
+    for (const Step& step : decoder.steps_) decoder.has_byte_fallback_ |= step.kind == Kind::ByteFallback;
     return decoder;
 }
 
@@ -162,6 +163,10 @@ std::vector<std::string> Decoder::apply(const Step& step, std::vector<std::strin
         }
     }
     return tokens;
+}
+
+bool Decoder::is_fallback_byte(const std::string& token) const {
+    return has_byte_fallback_ && parse_byte_token(token).has_value();
 }
 
 std::string Decoder::decode(std::vector<std::string> tokens, bool at_sequence_start) const {

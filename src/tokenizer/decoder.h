@@ -24,6 +24,9 @@ class Decoder {
     // same sequence (streaming): steps that only act on the first token or the
     // start of the text (Strip start, Metaspace prefix) are then skipped.
     std::string decode(std::vector<std::string> tokens, bool at_sequence_start = true) const;
+    // Whether `token` is a "<0xNN>" byte that a ByteFallback step joins with its
+    // neighbours: such a run decodes to text only as a whole (all U+FFFD if invalid).
+    bool is_fallback_byte(const std::string& token) const;
 
   private:
     enum class Kind { ByteLevel, ByteFallback, Fuse, Strip, Replace, Metaspace };
@@ -40,6 +43,7 @@ class Decoder {
 
     std::vector<Step> steps_;
     bool has_decoder_ = false;
+    bool has_byte_fallback_ = false;
 };
 
 }  // namespace lmrun

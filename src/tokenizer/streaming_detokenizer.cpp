@@ -7,10 +7,11 @@ namespace lmrun {
 
 namespace {
 
-// Ids kept waiting for a character to complete before emitting anyway; only a
-// degenerate stream (e.g. a long run of invalid bytes) reaches it, and it bounds
-// the per-push cost.
-constexpr size_t kMaxPendingIds = 16;
+// Ids kept waiting for a byte run to end / a character to complete before
+// emitting anyway; only degenerate streams (long runs of invalid bytes) reach
+// them, and they bound the per-push cost.
+constexpr size_t kMaxPendingRunIds = 16;
+constexpr size_t kMaxPendingIds = 64;
 // Prompt ids kept as decoding context by set_prefix(), and how many more it may
 // take to avoid starting the window inside a character split over several tokens.
 constexpr size_t kPrefixContextIds = 8;
@@ -50,6 +51,11 @@ void StreamingDetokenizer::set_prefix(std::span<const int32_t> prompt_ids) {
     }
     const auto kept = prompt_ids.last(keep);
     ids_.assign(kept.begin(), kept.end());
+    ends_in_byte_run_ = false;
+    for (int32_t id : kept) {
+        if (tokenizer_->decodes_to_token(id, skip_special_tokens_))
+            ends_in_byte_run_ = tokenizer_->is_fallback_byte(id);
+    }
     prefix_offset_ = 0;
     read_offset_ = ids_.size();
     prefix_text_ = decode_window(prefix_offset_, read_offset_);
@@ -62,8 +68,12 @@ std::string StreamingDetokenizer::decode_window(size_t begin, size_t end) const 
 
 std::string StreamingDetokenizer::push(int32_t id) {
     ids_.push_back(id);
+    if (tokenizer_->decodes_to_token(id, skip_special_tokens_))
+        ends_in_byte_run_ = tokenizer_->is_fallback_byte(id);
+    const size_t num_pending = ids_.size() - read_offset_;
+    if (ends_in_byte_run_ && num_pending <= kMaxPendingRunIds) return {};
     const std::string window_text = decode_window(prefix_offset_, ids_.size());
-    const bool pending_too_long = ids_.size() - read_offset_ > kMaxPendingIds;
+    const bool pending_too_long = num_pending > kMaxPendingIds;
     if (window_text.size() <= prefix_text_.size() && !pending_too_long) return {};
     if (ends_with_replacement(window_text) && !pending_too_long) return {};
     return emit(window_text);

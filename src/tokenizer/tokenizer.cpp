@@ -181,6 +181,11 @@ bool Tokenizer::decodes_to_token(int32_t id, bool skip_special_tokens) const {
     return !(skip_special_tokens && is_special(id));
 }
 
+bool Tokenizer::is_fallback_byte(int32_t id) const {
+    const std::string* token = token_string(id);
+    return token != nullptr && added_.find_by_id(id) == nullptr && decoder_.is_fallback_byte(*token);
+}
+
 std::string Tokenizer::decode_chunk(std::span<const int32_t> ids, bool skip_special_tokens,
                                     bool at_sequence_start) const {
     std::vector<std::string> tokens;

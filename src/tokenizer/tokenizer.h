@@ -57,6 +57,8 @@ class Tokenizer {
                              bool at_sequence_start) const;
     // Whether `id` yields a token string in decode() (known, and not a skipped special).
     bool decodes_to_token(int32_t id, bool skip_special_tokens) const;
+    // Whether `id` is a byte-fallback token whose text depends on the ids after it.
+    bool is_fallback_byte(int32_t id) const;
 
   private:
     Tokenizer() = default;
