@@ -16,8 +16,8 @@
 // sequence precedes it.
 //
 // Limits: to bound the window, a byte run is held back for at most 16 ids and an
-// incomplete character for at most 64; past that, text is emitted even if a later
-// id could still change it (only ill-formed byte streams get there).
+// incomplete character for at most 64; past that, text is emitted even though a
+// later id could still change it (which only an ill-formed byte stream does).
 #pragma once
 
 #include <cstdint>
