@@ -216,6 +216,26 @@ TEST(TokenizerErrors, UnsupportedComponentsNameTheFileAndType) {
     }
 }
 
+TEST(TokenizerErrors, OddlyShapedFilesAreErrors) {
+    const std::string dir = testing::make_temp_dir("tokenizer_odd");
+    const std::vector<std::string> contents = {
+        "",
+        "[1, 2]",
+        R"({"a": [{"b": 1}], "c": [[{"d": {}}]]})",
+        R"({"model": [{"vocab": {}}]})",
+        R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [["a"]]}})",
+        R"({"model": {"type": "BPE", "vocab": {"a": [0, [1]]}, "merges": []}})",
+        R"({"model": {"type": "BPE", "vocab": {"a": {"b": [2]}}, "merges": []}})",
+        R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [["a", ["a"]], {"x": 1}, null, 2.5]}})",
+    };
+    for (size_t i = 0; i < contents.size(); ++i) {
+        const std::string path = write_file(dir, "odd" + std::to_string(i) + ".json", contents[i]);
+        auto result = Tokenizer::from_file(path);
+        ASSERT_FALSE(result.ok()) << contents[i];
+        EXPECT_NE(result.error().message.find(path), std::string::npos) << result.error().message;
+    }
+}
+
 TEST(TokenizerErrors, MalformedConfigNamesTheConfigFile) {
     const std::string dir = testing::make_temp_dir("tokenizer_bad_config");
     write_file(dir, "tokenizer.json", R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})");

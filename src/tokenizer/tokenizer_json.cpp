@@ -42,13 +42,22 @@ class TokenizerSax {
   private:
     enum class Capture { None, Vocab, Merges, MergePair };
     bool at_model_key(const char* name) const {
-        return depth_ == 2 && keys_[0] == "model" && keys_[1] == name;
+        // keys_ has one entry per enclosing object level that has seen a key.
+        return depth_ == 2 && keys_.size() == 2 && keys_[0] == "model" && keys_[1] == name;
     }
     bool fail(const std::string& what) {
-        if (out_.tables.error.empty()) out_.tables.error = what;
+        if (out_.tables.error.empty() && skip_depth_ == 0) out_.tables.error = what;
         return true;  // keep parsing: the error is reported after the parse
     }
+    // A container where a captured section expects a scalar: record the error
+    // and skip everything up to its end.
+    bool skip_container() {
+        fail("unexpected object or array inside model.vocab or model.merges");
+        ++skip_depth_;
+        return true;
+    }
     bool vocab_id(int64_t id) {
+        if (skip_depth_ > 0) return true;
         if (capture_ != Capture::Vocab) return fail("model.merges: unexpected number");
         out_.tables.vocab.emplace_back(std::move(pending_key_), id);
         return true;
@@ -61,9 +70,11 @@ class TokenizerSax {
     std::vector<std::string> keys_;  // last key at each object depth
     std::string pending_key_;
     std::vector<std::string> pair_;
+    size_t skip_depth_ = 0;  // > 0 inside a skipped malformed container
 };
 
 bool TokenizerSax::string(Json::string_t& value) {
+    if (skip_depth_ > 0) return true;
     switch (capture_) {
         case Capture::None:
             return dom_.string(value);
@@ -86,18 +97,19 @@ bool TokenizerSax::string(Json::string_t& value) {
 }
 
 bool TokenizerSax::key(Json::string_t& value) {
+    if (skip_depth_ > 0) return true;
     if (capture_ == Capture::Vocab) {
         pending_key_ = std::move(value);
         return true;
     }
-    if (capture_ != Capture::None) return fail("model.merges: unexpected object");
+    if (capture_ != Capture::None) return fail("model.merges: unexpected key");
     keys_.resize(depth_);
     if (depth_ > 0) keys_[depth_ - 1] = value;
     return dom_.key(value);
 }
 
 bool TokenizerSax::start_object(std::size_t size) {
-    if (capture_ != Capture::None) return fail("unexpected object inside model.vocab or model.merges");
+    if (skip_depth_ > 0 || capture_ != Capture::None) return skip_container();
     if (at_model_key("vocab")) {
         capture_ = Capture::Vocab;
         out_.has_tables = true;
@@ -108,6 +120,10 @@ bool TokenizerSax::start_object(std::size_t size) {
 }
 
 bool TokenizerSax::end_object() {
+    if (skip_depth_ > 0) {
+        --skip_depth_;
+        return true;
+    }
     if (capture_ == Capture::Vocab) {
         capture_ = Capture::None;
         return dom_.null();
@@ -117,12 +133,13 @@ bool TokenizerSax::end_object() {
 }
 
 bool TokenizerSax::start_array(std::size_t size) {
+    if (skip_depth_ > 0) return skip_container();
     if (capture_ == Capture::Merges) {
         capture_ = Capture::MergePair;
         pair_.clear();
         return true;
     }
-    if (capture_ != Capture::None) return fail("unexpected array inside model.vocab or a merge");
+    if (capture_ != Capture::None) return skip_container();
     if (at_model_key("merges")) {
         capture_ = Capture::Merges;
         out_.tables.merges.reserve(size == std::size_t(-1) ? 0 : size);
@@ -133,6 +150,10 @@ bool TokenizerSax::start_array(std::size_t size) {
 }
 
 bool TokenizerSax::end_array() {
+    if (skip_depth_ > 0) {
+        --skip_depth_;
+        return true;
+    }
     if (capture_ == Capture::MergePair) {
         capture_ = Capture::Merges;
         if (pair_.size() != 2) {
@@ -155,7 +176,8 @@ Result<TokenizerJson> read_tokenizer_json(const std::string& path) {
     LMRUN_ASSIGN_OR_RETURN(std::shared_ptr<MmapFile> file, MmapFile::open(path));
     TokenizerJson out;
     TokenizerSax sax(out);
-    const auto* begin = reinterpret_cast<const char*>(file->data());
+    static constexpr char kEmpty[] = "";
+    const auto* begin = file->size_bytes() > 0 ? reinterpret_cast<const char*>(file->data()) : kEmpty;
     const bool ok =
         Json::sax_parse(begin, begin + file->size_bytes(), &sax, nlohmann::json::input_format_t::json,
                         /*strict=*/true);
