@@ -1,0 +1,217 @@
+#include "tokenizer/jinja/value.h"
+
+namespace lmrun::jinja {
+
+const Value* ValueDict::find(std::string_view key) const {
+    for (const auto& [name, value] : entries)
+        if (name == key) return &value;
+    return nullptr;
+}
+
+void ValueDict::set(std::string key, Value value) {
+    for (auto& [name, existing] : entries) {
+        if (name == key) {
+            existing = std::move(value);
+            return;
+        }
+    }
+    entries.emplace_back(std::move(key), std::move(value));
+}
+
+Value Value::undefined(std::string hint) {
+    Value value;
+    value.data_ = std::move(hint);
+    return value;
+}
+
+Value Value::none() {
+    Value value;
+    value.kind_ = ValueKind::None;
+    return value;
+}
+
+Value Value::list(ValueList items) {
+    Value value;
+    value.kind_ = ValueKind::List;
+    value.data_ = std::make_shared<const ValueList>(std::move(items));
+    return value;
+}
+
+Value Value::dict(ValueDict dict) {
+    Value value;
+    value.kind_ = ValueKind::Dict;
+    value.data_ = std::make_shared<const ValueDict>(std::move(dict));
+    return value;
+}
+
+Value Value::make_namespace(ValueDict attributes) {
+    Value value;
+    value.kind_ = ValueKind::Namespace;
+    value.data_ = std::make_shared<ValueDict>(std::move(attributes));
+    return value;
+}
+
+Value Value::callable(std::string name, NativeFunction function) {
+    Value value;
+    value.kind_ = ValueKind::Callable;
+    value.data_ = std::make_shared<const Callable>(Callable{std::move(name), std::move(function)});
+    return value;
+}
+
+Value Value::from_json(const nlohmann::ordered_json& json) {
+    using Type = nlohmann::ordered_json::value_t;
+    switch (json.type()) {
+        case Type::null:
+        case Type::discarded:
+            return none();
+        case Type::boolean:
+            return Value(json.get<bool>());
+        case Type::number_integer:
+            return Value(json.get<int64_t>());
+        case Type::number_unsigned: {
+            const uint64_t unsigned_value = json.get<uint64_t>();
+            // Beyond int64 we lose Python's big ints; a float keeps the magnitude.
+            if (unsigned_value > static_cast<uint64_t>(INT64_MAX)) return Value(static_cast<double>(unsigned_value));
+            return Value(static_cast<int64_t>(unsigned_value));
+        }
+        case Type::number_float:
+            return Value(json.get<double>());
+        case Type::string:
+            return Value(json.get<std::string>());
+        case Type::binary:
+            return none();
+        case Type::array: {
+            ValueList items;
+            items.reserve(json.size());
+            for (const auto& item : json) items.push_back(from_json(item));
+            return list(std::move(items));
+        }
+        case Type::object: {
+            ValueDict dict_value;
+            dict_value.entries.reserve(json.size());
+            for (const auto& [key, item] : json.items()) dict_value.entries.emplace_back(key, from_json(item));
+            return dict(std::move(dict_value));
+        }
+    }
+    return none();
+}
+
+double Value::to_double() const {
+    switch (kind_) {
+        case ValueKind::Int: return static_cast<double>(as_int());
+        case ValueKind::Float: return as_float();
+        case ValueKind::Bool: return as_bool() ? 1.0 : 0.0;
+        default: return 0.0;
+    }
+}
+
+const ValueDict& Value::as_dict() const {
+    if (kind_ == ValueKind::Namespace) return *std::get<std::shared_ptr<ValueDict>>(data_);
+    return *std::get<std::shared_ptr<const ValueDict>>(data_);
+}
+
+bool Value::truthy() const {
+    switch (kind_) {
+        case ValueKind::Undefined:
+        case ValueKind::None:
+            return false;
+        case ValueKind::Bool: return as_bool();
+        case ValueKind::Int: return as_int() != 0;
+        case ValueKind::Float: return as_float() != 0.0;
+        case ValueKind::String: return !as_string().empty();
+        case ValueKind::List: return !as_list().empty();
+        case ValueKind::Dict: return !as_dict().entries.empty();
+        case ValueKind::Namespace:
+        case ValueKind::Callable:
+            return true;
+    }
+    return false;
+}
+
+namespace {
+
+// Int or Bool as an integer (True == 1 in Python).
+int64_t integer_of(const Value& value) {
+    return value.kind() == ValueKind::Bool ? (value.as_bool() ? 1 : 0) : value.as_int();
+}
+
+}  // namespace
+
+bool values_equal(const Value& a, const Value& b) {
+    if (a.is_number() && b.is_number()) {
+        if (a.kind() != ValueKind::Float && b.kind() != ValueKind::Float)
+            return integer_of(a) == integer_of(b);
+        return a.to_double() == b.to_double();
+    }
+    if (a.kind() != b.kind()) return false;
+    switch (a.kind()) {
+        case ValueKind::Undefined:
+        case ValueKind::None:
+            return true;
+        case ValueKind::String: return a.as_string() == b.as_string();
+        case ValueKind::List: {
+            const ValueList& x = a.as_list();
+            const ValueList& y = b.as_list();
+            if (x.size() != y.size()) return false;
+            for (size_t i = 0; i < x.size(); ++i)
+                if (!values_equal(x[i], y[i])) return false;
+            return true;
+        }
+        case ValueKind::Dict: {
+            const ValueDict& x = a.as_dict();
+            const ValueDict& y = b.as_dict();
+            if (x.entries.size() != y.entries.size()) return false;
+            for (const auto& [key, value] : x.entries) {
+                const Value* other = y.find(key);
+                if (other == nullptr || !values_equal(value, *other)) return false;
+            }
+            return true;
+        }
+        case ValueKind::Namespace: return &a.namespace_attributes() == &b.namespace_attributes();
+        case ValueKind::Callable: return &a.as_callable() == &b.as_callable();
+        case ValueKind::Bool:
+        case ValueKind::Int:
+        case ValueKind::Float:
+            return false;  // handled above
+    }
+    return false;
+}
+
+Result<bool> value_less(const Value& a, const Value& b) {
+    if (a.is_number() && b.is_number()) {
+        if (a.kind() != ValueKind::Float && b.kind() != ValueKind::Float) {
+            return integer_of(a) < integer_of(b);
+        }
+        return a.to_double() < b.to_double();
+    }
+    if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();
+    if (a.kind() == ValueKind::List && b.kind() == ValueKind::List) {
+        const ValueList& x = a.as_list();
+        const ValueList& y = b.as_list();
+        for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+            if (values_equal(x[i], y[i])) continue;
+            return value_less(x[i], y[i]);
+        }
+        return x.size() < y.size();
+    }
+    return make_error("'<' not supported between instances of '{}' and '{}'", type_name(a.kind()),
+                      type_name(b.kind()));
+}
+
+const char* type_name(ValueKind kind) {
+    switch (kind) {
+        case ValueKind::Undefined: return "Undefined";
+        case ValueKind::None: return "NoneType";
+        case ValueKind::Bool: return "bool";
+        case ValueKind::Int: return "int";
+        case ValueKind::Float: return "float";
+        case ValueKind::String: return "str";
+        case ValueKind::List: return "list";
+        case ValueKind::Dict: return "dict";
+        case ValueKind::Namespace: return "Namespace";
+        case ValueKind::Callable: return "function";
+    }
+    return "object";
+}
+
+}  // namespace lmrun::jinja
