@@ -109,6 +109,134 @@ TEST(ChatTemplate, ReadsNamedTemplateListAndRejectsBadConfigs) {
     EXPECT_NE(syntax.error().message.find("line 1, column"), std::string::npos) << syntax.error().message;
 }
 
+// Meta's Llama-3 Instruct template (single line, as shipped). Expected output
+// derived by hand: each message becomes
+// <|start_header_id|>ROLE<|end_header_id|>\n\nCONTENT|trim<|eot_id|>, the
+// first one prefixed with bos_token; `|trim` binds tighter than `+`, so only
+// the content is trimmed ("  Hello!  \n" -> "Hello!"); the generation prompt
+// opens an assistant header. (Python jinja2 3.1 renders the same string.)
+TEST(ChatTemplate, Llama3StyleTemplate) {
+    const std::string source =
+        "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
+        "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + "
+        "'<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}"
+        "{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}"
+        "{% endif %}";
+    Result<ChatTemplate> chat_template = ChatTemplate::parse(source);
+    ASSERT_TRUE(chat_template.ok()) << chat_template.error().message;
+    const auto messages = nlohmann::ordered_json::parse(R"([
+        {"role": "system", "content": "You are a pirate."},
+        {"role": "user", "content": "  Hello!  \n"},
+        {"role": "assistant", "content": "Arr, hi."},
+        {"role": "user", "content": "Bye?"}])");
+    Result<std::string> rendered = chat_template->apply(messages, ChatTemplateOptions{}, "<|begin_of_text|>", "<|eot_id|>");
+    ASSERT_TRUE(rendered.ok()) << rendered.error().message;
+    EXPECT_EQ(rendered.value(),
+              "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are a pirate.<|eot_id|>"
+              "<|start_header_id|>user<|end_header_id|>\n\nHello!<|eot_id|>"
+              "<|start_header_id|>assistant<|end_header_id|>\n\nArr, hi.<|eot_id|>"
+              "<|start_header_id|>user<|end_header_id|>\n\nBye?<|eot_id|>"
+              "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+// A multi-line Llama-3.1-style template that relies on `{%-`/`{{-` to drop all
+// indentation and newlines between tags. Hand derivation: every tag strips the
+// whitespace before it, so only the string literals reach the output; the
+// system message is trimmed and removed from `messages`; `date_string` falls
+// back to "26 Jul 2024" when not passed; `tools` is None unless given, and an
+// empty tools list still adds "Environment: ipython\n". (Checked with jinja2.)
+TEST(ChatTemplate, Llama31StyleMultiLineTemplate) {
+    const std::string source = R"J({{- bos_token }}
+{%- if not date_string is defined %}
+    {%- set date_string = "26 Jul 2024" %}
+{%- endif %}
+{%- if messages[0]['role'] == 'system' %}
+    {%- set system_message = messages[0]['content']|trim %}
+    {%- set messages = messages[1:] %}
+{%- else %}
+    {%- set system_message = "" %}
+{%- endif %}
+{{- "<|start_header_id|>system<|end_header_id|>\n\n" }}
+{%- if tools is not none %}
+    {{- "Environment: ipython\n" }}
+{%- endif %}
+{{- "Cutting Knowledge Date: December 2023\n" }}
+{{- "Today Date: " + date_string + "\n\n" }}
+{{- system_message }}
+{{- "<|eot_id|>" }}
+
+{%- for message in messages %}
+    {{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' }}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}
+{%- endif %}
+)J";
+    Result<ChatTemplate> chat_template = ChatTemplate::parse(source);
+    ASSERT_TRUE(chat_template.ok()) << chat_template.error().message;
+    const auto messages = nlohmann::ordered_json::parse(
+        R"([{"role": "system", "content": "You are a pirate.  "}, {"role": "user", "content": "Hello"}])");
+    Result<std::string> rendered = chat_template->apply(messages, ChatTemplateOptions{}, "<|begin_of_text|>");
+    ASSERT_TRUE(rendered.ok()) << rendered.error().message;
+    EXPECT_EQ(rendered.value(),
+              "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+              "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\nYou are a pirate.<|eot_id|>"
+              "<|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>"
+              "<|start_header_id|>assistant<|end_header_id|>\n\n");
+
+    ChatTemplateOptions options;
+    options.add_generation_prompt = false;
+    options.extra_kwargs = nlohmann::ordered_json{{"tools", nlohmann::ordered_json::array()}, {"date_string", "1 Jan 2025"}};
+    rendered = chat_template->apply(nlohmann::ordered_json::array({messages[1]}), options, "<|begin_of_text|>");
+    ASSERT_TRUE(rendered.ok()) << rendered.error().message;
+    EXPECT_EQ(rendered.value(),
+              "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+              "Environment: ipython\nCutting Knowledge Date: December 2023\nToday Date: 1 Jan 2025\n\n<|eot_id|>"
+              "<|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>");
+}
+
+// The classic Hugging Face Llama-2 chat template. Hand derivation: a leading
+// system message is folded into the first user turn as
+// "<<SYS>>\n...\n<</SYS>>\n\n" + content, and content.strip() applies to that
+// whole string, so the user's leading space (" Hi ") survives after the
+// "\n\n" while the trailing one goes; user turns are "<s>[INST] ... [/INST]",
+// assistant turns " ... </s>". Roles that do not alternate hit raise_exception.
+TEST(ChatTemplate, Llama2StyleTemplate) {
+    const std::string source =
+        "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = "
+        "messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}"
+        "{% endif %}{% for message in loop_messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+        "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+        "{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message + "
+        "'\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif %}"
+        "{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}"
+        "{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}";
+    Result<ChatTemplate> chat_template = ChatTemplate::parse(source);
+    ASSERT_TRUE(chat_template.ok()) << chat_template.error().message;
+    const auto messages = nlohmann::ordered_json::parse(R"([
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": " Hi "},
+        {"role": "assistant", "content": "Hello! "},
+        {"role": "user", "content": "Bye"}])");
+    ChatTemplateOptions options;
+    options.add_generation_prompt = false;
+    Result<std::string> rendered = chat_template->apply(messages, options, "<s>", "</s>");
+    ASSERT_TRUE(rendered.ok()) << rendered.error().message;
+    EXPECT_EQ(rendered.value(), "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\n Hi [/INST] Hello! </s><s>[INST] Bye [/INST]");
+
+    const nlohmann::ordered_json without_system(messages.begin() + 1, messages.end());
+    rendered = chat_template->apply(without_system, options, "<s>", "</s>");
+    ASSERT_TRUE(rendered.ok()) << rendered.error().message;
+    EXPECT_EQ(rendered.value(), "<s>[INST] Hi [/INST] Hello! </s><s>[INST] Bye [/INST]");
+
+    const auto not_alternating = nlohmann::ordered_json::parse(R"([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])");
+    rendered = chat_template->apply(not_alternating, options, "<s>", "</s>");
+    ASSERT_FALSE(rendered.ok());
+    EXPECT_NE(rendered.error().message.find("Conversation roles must alternate user/assistant/user/assistant/..."),
+              std::string::npos)
+        << rendered.error().message;
+}
+
 TEST(ChatTemplate, RejectsNonListMessages) {
     const Result<ChatTemplate> parsed = ChatTemplate::parse("{{ messages }}");
     ASSERT_TRUE(parsed.ok());

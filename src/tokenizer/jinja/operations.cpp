@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "tokenizer/jinja/text_util.h"
+#include "tokenizer/jinja/value_format.h"
 
 namespace lmrun::jinja {
 
@@ -39,7 +40,7 @@ Value get_attribute(const Value& object, const std::string& name) {
     if (object.kind() == ValueKind::Dict || object.kind() == ValueKind::Namespace) {
         if (const Value* found = object.as_dict().find(name)) return *found;
     }
-    return Value::undefined(fmt::format("'{}' object has no attribute '{}'", type_name(object.kind()), name));
+    return Value::undefined(fmt::format("'{} object' has no attribute '{}'", type_name(object.kind()), name));
 }
 
 namespace {
@@ -55,8 +56,7 @@ bool normalize_index(const Value& index, size_t size, size_t& out) {
 }
 
 Value missing_item(const Value& object, const Value& index) {
-    (void)index;
-    return Value::undefined(fmt::format("'{}' object has no element for this index", type_name(object.kind())));
+    return Value::undefined(fmt::format("'{} object' has no element {}", type_name(object.kind()), to_python_repr(index)));
 }
 
 }  // namespace

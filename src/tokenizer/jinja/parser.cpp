@@ -23,10 +23,9 @@ private:
     // Parses nodes until `{% <one of end_keywords>`; consumes the keyword and
     // stores it in `end_keyword`. Empty end_keywords: parse to the end.
     Status parse_body(std::initializer_list<std::string_view> end_keywords, NodeList& body,
-                      std::string& end_keyword) {
+                      std::string& end_keyword, SourcePos opened_at = {}) {
         TokenStream::NestingGuard guard(stream_);
         if (!guard.ok()) return stream_.error_at(stream_.peek(), "blocks nested too deeply");
-        const Token opening = stream_.peek();
         while (!stream_.at(TokenKind::End)) {
             const Token& token = stream_.peek();
             if (token.kind == TokenKind::Text) {
@@ -53,8 +52,8 @@ private:
             }
         }
         if (end_keywords.size() == 0) return ok_status();
-        return stream_.error_at(opening, fmt::format("unexpected end of template, expected '{}'",
-                                                     *(end_keywords.end() - 1)));
+        return make_error("line {}, column {}: unexpected end of template, expected '{}' to close this tag",
+                          opened_at.line, opened_at.column, *(end_keywords.end() - 1));
     }
 
     Status expect_block_end() { return stream_.expect(TokenKind::BlockEnd, "'%}'"); }
@@ -82,7 +81,7 @@ private:
         LMRUN_ASSIGN_OR_RETURN(node->condition, parse_tuple(stream_, false));
         LMRUN_RETURN_IF_ERROR(expect_block_end());
         std::string end;
-        LMRUN_RETURN_IF_ERROR(parse_body({"elif", "else", "endif"}, node->body, end));
+        LMRUN_RETURN_IF_ERROR(parse_body({"elif", "else", "endif"}, node->body, end, pos));
         if (end == "elif") {
             LMRUN_ASSIGN_OR_RETURN(NodePtr elif, parse_if(stream_.peek().pos));
             node->else_body.push_back(std::move(elif));
@@ -90,7 +89,7 @@ private:
         }
         if (end == "else") {
             LMRUN_RETURN_IF_ERROR(expect_block_end());
-            LMRUN_RETURN_IF_ERROR(parse_body({"endif"}, node->else_body, end));
+            LMRUN_RETURN_IF_ERROR(parse_body({"endif"}, node->else_body, end, pos));
         }
         LMRUN_RETURN_IF_ERROR(expect_block_end());
         return NodePtr(std::move(node));
@@ -119,12 +118,12 @@ private:
         LMRUN_RETURN_IF_ERROR(expect_block_end());
         std::string end;
         ++loop_depth_;
-        const Status body_status = parse_body({"else", "endfor"}, node->body, end);
+        const Status body_status = parse_body({"else", "endfor"}, node->body, end, pos);
         --loop_depth_;
         LMRUN_RETURN_IF_ERROR(body_status);
         if (end == "else") {
             LMRUN_RETURN_IF_ERROR(expect_block_end());
-            LMRUN_RETURN_IF_ERROR(parse_body({"endfor"}, node->else_body, end));
+            LMRUN_RETURN_IF_ERROR(parse_body({"endfor"}, node->else_body, end, pos));
         }
         LMRUN_RETURN_IF_ERROR(expect_block_end());
         return NodePtr(std::move(node));
@@ -146,7 +145,7 @@ private:
             auto node = std::make_unique<SetBlockNode>(pos);
             node->target = std::move(first);
             std::string end;
-            LMRUN_RETURN_IF_ERROR(parse_body({"endset"}, node->body, end));
+            LMRUN_RETURN_IF_ERROR(parse_body({"endset"}, node->body, end, pos));
             LMRUN_RETURN_IF_ERROR(expect_block_end());
             return NodePtr(std::move(node));
         }
@@ -184,7 +183,7 @@ private:
         const int saved_loop_depth = loop_depth_;
         loop_depth_ = 0;
         std::string end;
-        const Status body_status = parse_body({"endmacro"}, node->body, end);
+        const Status body_status = parse_body({"endmacro"}, node->body, end, pos);
         loop_depth_ = saved_loop_depth;
         LMRUN_RETURN_IF_ERROR(body_status);
         LMRUN_RETURN_IF_ERROR(expect_block_end());
@@ -195,7 +194,7 @@ private:
         auto node = std::make_unique<ScopeNode>(pos);
         LMRUN_RETURN_IF_ERROR(expect_block_end());
         std::string end;
-        LMRUN_RETURN_IF_ERROR(parse_body({end_keyword}, node->body, end));
+        LMRUN_RETURN_IF_ERROR(parse_body({end_keyword}, node->body, end, pos));
         LMRUN_RETURN_IF_ERROR(expect_block_end());
         return NodePtr(std::move(node));
     }
