@@ -308,6 +308,10 @@ const RenderCase kRenderCases[] = {
      "{% set d = {'a': 1, 'b': [1, 2], } %}{{ d.b[1] }}{{ d['a'] }} {{ (1, 2)|length }}{{ (1, 2)[1] }}{{ ()|length }}{{ [] }}",
      "{}",
      "21 220[]"},
+    {"TojsonOptions",
+     "{{ {'b': 1, 'a': [1, 2]}|tojson(sort_keys=true) }}|{{ {'a': [1, 2]}|tojson(separators=(',', ':')) }}|{{ 'é😀'|tojson(ensure_ascii=true) }}|{{ [1]|tojson(indent=2, separators=(', ', ': ')) }}",
+     "{}",
+     "{\"a\": [1, 2], \"b\": 1}|{\"a\":[1,2]}|\"\\u00e9\\ud83d\\ude00\"|[\n  1\n]"},
 };
 
 class JinjaRender : public ::testing::TestWithParam<RenderCase> {};
@@ -339,10 +343,10 @@ TEST(JinjaFormat, PythonFloatRepr) {
 
 TEST(JinjaFormat, TojsonKeepsKeyOrderAndUnicode) {
     const auto value = nlohmann::ordered_json::parse(R"({"b": {"y": [], "x": "日本"}, "a": 1.0, "c": -0.5, "d": 12})");
-    Result<std::string> text = to_json_text(Value::from_json(value), -1);
+    Result<std::string> text = to_json_text(Value::from_json(value), JsonOptions{});
     ASSERT_TRUE(text.ok());
     EXPECT_EQ(text.value(), R"({"b": {"y": [], "x": "日本"}, "a": 1.0, "c": -0.5, "d": 12})");
-    EXPECT_FALSE(to_json_text(Value(), -1).ok());  // undefined is not serializable
+    EXPECT_FALSE(to_json_text(Value(), JsonOptions{}).ok());  // undefined is not serializable
 }
 
 // Errors carry the position of the offending token (1-based line and column).
@@ -358,11 +362,12 @@ TEST(JinjaErrors, SyntaxErrorsNameLineAndColumn) {
     EXPECT_EQ(render_error("{% break %}"), "line 1, column 4: 'break' outside of a loop");
     EXPECT_EQ(render_error("{% for x in xs recursive %}{% endfor %}"), "line 1, column 16: recursive loops are not supported");
     EXPECT_EQ(render_error("{{ f(a=1, 2) }}"), "line 1, column 11: positional argument follows keyword argument");
+    // Unknown filters and tests fail at parse time (as in Jinja), even in branches never taken.
+    EXPECT_EQ(render_error("{% if false %}{{ x | nofilter }}{% endif %}"), "line 1, column 20: unknown filter 'nofilter'");
+    EXPECT_EQ(render_error("{{ x is nothing }}"), "line 1, column 6: unknown test 'nothing'");
 }
 
 TEST(JinjaErrors, RuntimeErrorsNameLineAndColumn) {
-    EXPECT_EQ(render_error("{{ x | nofilter }}"), "line 1, column 6: unknown filter 'nofilter'");
-    EXPECT_EQ(render_error("{{ x is nothing }}"), "line 1, column 6: unknown test 'nothing'");
     EXPECT_EQ(render_error("\n  {{ a.b.c }}", {{"a", nlohmann::ordered_json::object()}}),
               "line 2, column 9: 'dict object' has no attribute 'b'");
     EXPECT_EQ(render_error("{{ y.z }}"), "line 1, column 5: 'y' is undefined");
@@ -376,7 +381,7 @@ TEST(JinjaErrors, RuntimeErrorsNameLineAndColumn) {
     EXPECT_EQ(render_error("{{ missing() }}"), "line 1, column 11: 'missing' is undefined");
     EXPECT_EQ(render_error("{{ 'x'.split('') }}"), "line 1, column 13: empty separator");
     EXPECT_EQ(render_error("{{ [1][::0] }}"), "line 1, column 7: slice step cannot be zero");
-    EXPECT_EQ(render_error("{{ {'a': 1}|tojson(sort_keys=true) }}"), "line 1, column 12: tojson: only the indent argument is supported");
+    EXPECT_EQ(render_error("{{ {'a': 1}|tojson(separators='x') }}"), "line 1, column 12: tojson: separators must be a pair of strings");
     EXPECT_EQ(render_error("{{ x|tojson }}"), "line 1, column 5: Object of type Undefined is not JSON serializable");
 }
 

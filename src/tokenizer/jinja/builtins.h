@@ -12,6 +12,10 @@
 
 namespace lmrun::jinja {
 
+// Names the parser accepts, so unknown filters/tests fail at parse time as in Jinja.
+bool is_known_filter(std::string_view name);
+bool is_known_test(std::string_view name);
+
 Result<Value> apply_filter(std::string_view name, const Value& operand, const CallArgs& args,
                            Interpreter& interpreter);
 Result<bool> apply_test(std::string_view name, const Value& operand, const CallArgs& args);

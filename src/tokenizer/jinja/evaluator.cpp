@@ -20,10 +20,9 @@ Error error_at(SourcePos pos, const std::string& message) {
     lhs = std::move(LMRUN_CONCAT(jinja_result_, __LINE__)).value()
 
 Value Interpreter::lookup(const std::string& name) const {
-    for (size_t i = frames_.size(); i-- > base_;) {
-        const auto found = frames_[i].find(name);
-        if (found != frames_[i].end()) return found->second;
-        if (i == 0) break;
+    for (size_t i = frames_.size(); i > base_; --i) {
+        const auto found = frames_[i - 1].find(name);
+        if (found != frames_[i - 1].end()) return found->second;
     }
     const auto global = frames_[0].find(name);
     if (global != frames_[0].end()) return global->second;

@@ -2,10 +2,16 @@
 
 #include <array>
 
+#include "tokenizer/jinja/builtins.h"
+
 namespace lmrun::jinja {
 namespace {
 
 Result<ExprPtr> parse_or(TokenStream& stream);
+
+Error error_at_pos(SourcePos pos, const std::string& message) {
+    return make_error("line {}, column {}: {}", pos.line, pos.column, message);
+}
 Result<ExprPtr> parse_unary(TokenStream& stream, bool with_filter);
 
 using SubParser = Result<ExprPtr> (*)(TokenStream&);
@@ -208,6 +214,7 @@ Result<ExprPtr> parse_postfix(TokenStream& stream, ExprPtr node) {
 Result<ExprPtr> parse_test(TokenStream& stream, ExprPtr operand, const SourcePos pos) {
     const bool negated = stream.accept_name("not");
     LMRUN_ASSIGN_OR_RETURN(std::string name, stream.expect_name());
+    if (!is_known_test(name)) return error_at_pos(pos, fmt::format("unknown test '{}'", name));
     auto test = std::make_unique<FilterExpr>(ExprKind::Test, pos, std::move(operand), std::move(name));
     test->negated = negated;
     const Token& token = stream.peek();
@@ -229,6 +236,7 @@ Result<ExprPtr> parse_filter_chain(TokenStream& stream, ExprPtr node) {
         const SourcePos pos = stream.peek().pos;
         if (stream.accept_operator("|")) {
             LMRUN_ASSIGN_OR_RETURN(std::string name, stream.expect_name());
+            if (!is_known_filter(name)) return error_at_pos(pos, fmt::format("unknown filter '{}'", name));
             auto filter = std::make_unique<FilterExpr>(ExprKind::Filter, pos, std::move(node), std::move(name));
             if (stream.accept_operator("(")) {
                 LMRUN_ASSIGN_OR_RETURN(filter->args, parse_call_args(stream));

@@ -1,5 +1,6 @@
 #include "tokenizer/jinja/value_format.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -80,10 +81,13 @@ std::string repr_string(const std::string& text) {
     return out;
 }
 
-void append_json_string(const std::string& text, std::string& out) {
+void append_json_string(const std::string& text, bool ensure_ascii, std::string& out) {
     out += '"';
-    for (const char c : text) {
-        switch (c) {
+    size_t pos = 0;
+    while (pos < text.size()) {
+        const size_t start = pos;
+        const uint32_t cp = decode_utf8(text, pos);
+        switch (cp) {
             case '"': out += "\\\""; break;
             case '\\': out += "\\\\"; break;
             case '\n': out += "\\n"; break;
@@ -92,84 +96,104 @@ void append_json_string(const std::string& text, std::string& out) {
             case '\b': out += "\\b"; break;
             case '\f': out += "\\f"; break;
             default:
-                if (static_cast<unsigned char>(c) < 0x20) {
-                    out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+                if (cp < 0x20 || (ensure_ascii && cp >= 0x7F && cp < 0x10000)) {
+                    out += fmt::format("\\u{:04x}", cp);
+                } else if (ensure_ascii && cp >= 0x10000) {
+                    const uint32_t v = cp - 0x10000;  // UTF-16 surrogate pair, as Python writes it
+                    out += fmt::format("\\u{:04x}\\u{:04x}", 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF));
                 } else {
-                    out += c;
+                    out.append(text, start, pos - start);
                 }
         }
     }
     out += '"';
 }
 
-Status append_json(const Value& value, int indent, int depth, std::string& out);
+class JsonWriter {
+public:
+    explicit JsonWriter(const JsonOptions& options) : options_(options) {}
 
-void append_newline_indent(int indent, int depth, std::string& out) {
-    out += '\n';
-    out.append(static_cast<size_t>(indent) * static_cast<size_t>(depth), ' ');
-}
-
-Status append_json_list(const ValueList& items, int indent, int depth, std::string& out) {
-    if (items.empty()) {
-        out += "[]";
-        return ok_status();
-    }
-    out += '[';
-    for (size_t i = 0; i < items.size(); ++i) {
-        if (i > 0) out += indent >= 0 ? "," : ", ";
-        if (indent >= 0) append_newline_indent(indent, depth + 1, out);
-        LMRUN_RETURN_IF_ERROR(append_json(items[i], indent, depth + 1, out));
-    }
-    if (indent >= 0) append_newline_indent(indent, depth, out);
-    out += ']';
-    return ok_status();
-}
-
-Status append_json_dict(const ValueDict& dict, int indent, int depth, std::string& out) {
-    if (dict.entries.empty()) {
-        out += "{}";
-        return ok_status();
-    }
-    out += '{';
-    for (size_t i = 0; i < dict.entries.size(); ++i) {
-        if (i > 0) out += indent >= 0 ? "," : ", ";
-        if (indent >= 0) append_newline_indent(indent, depth + 1, out);
-        append_json_string(dict.entries[i].first, out);
-        out += ": ";
-        LMRUN_RETURN_IF_ERROR(append_json(dict.entries[i].second, indent, depth + 1, out));
-    }
-    if (indent >= 0) append_newline_indent(indent, depth, out);
-    out += '}';
-    return ok_status();
-}
-
-Status append_json(const Value& value, int indent, int depth, std::string& out) {
-    if (depth > 512) return make_error("tojson: nesting too deep");
-    switch (value.kind()) {
-        case ValueKind::None: out += "null"; break;
-        case ValueKind::Bool: out += value.as_bool() ? "true" : "false"; break;
-        case ValueKind::Int: out += std::to_string(value.as_int()); break;
-        case ValueKind::Float: {
-            const double number = value.as_float();
-            if (std::isnan(number)) {
-                out += "NaN";
-            } else if (std::isinf(number)) {
-                out += number > 0 ? "Infinity" : "-Infinity";
-            } else {
-                out += format_python_float(number);
-            }
-            break;
+    Status write(const Value& value, int depth) {
+        if (depth > 512) return make_error("tojson: nesting too deep");
+        switch (value.kind()) {
+            case ValueKind::None: out_ += "null"; break;
+            case ValueKind::Bool: out_ += value.as_bool() ? "true" : "false"; break;
+            case ValueKind::Int: out_ += std::to_string(value.as_int()); break;
+            case ValueKind::Float: write_float(value.as_float()); break;
+            case ValueKind::String: append_json_string(value.as_string(), options_.ensure_ascii, out_); break;
+            case ValueKind::List: return write_list(value.as_list(), depth);
+            case ValueKind::Dict: return write_dict(value.as_dict(), depth);
+            case ValueKind::Undefined:
+            case ValueKind::Namespace:
+            case ValueKind::Callable:
+                return make_error("Object of type {} is not JSON serializable", type_name(value.kind()));
         }
-        case ValueKind::String: append_json_string(value.as_string(), out); break;
-        case ValueKind::List: return append_json_list(value.as_list(), indent, depth, out);
-        case ValueKind::Dict: return append_json_dict(value.as_dict(), indent, depth, out);
-        case ValueKind::Undefined:
-        case ValueKind::Namespace:
-        case ValueKind::Callable:
-            return make_error("Object of type {} is not JSON serializable", type_name(value.kind()));
+        return ok_status();
     }
-    return ok_status();
-}
+
+    std::string take() { return std::move(out_); }
+
+private:
+    void write_float(double number) {
+        if (std::isnan(number)) {
+            out_ += "NaN";
+        } else if (std::isinf(number)) {
+            out_ += number > 0 ? "Infinity" : "-Infinity";
+        } else {
+            out_ += format_python_float(number);
+        }
+    }
+
+    // Before item `index` of a container at `depth`: separator and indentation.
+    void begin_item(size_t index, int depth) {
+        if (index > 0) out_ += options_.item_separator;
+        if (options_.indent >= 0) newline(depth + 1);
+    }
+
+    void newline(int depth) {
+        out_ += '\n';
+        out_.append(static_cast<size_t>(options_.indent) * static_cast<size_t>(depth), ' ');
+    }
+
+    Status write_list(const ValueList& items, int depth) {
+        if (items.empty()) {
+            out_ += "[]";
+            return ok_status();
+        }
+        out_ += '[';
+        for (size_t i = 0; i < items.size(); ++i) {
+            begin_item(i, depth);
+            LMRUN_RETURN_IF_ERROR(write(items[i], depth + 1));
+        }
+        if (options_.indent >= 0) newline(depth);
+        out_ += ']';
+        return ok_status();
+    }
+
+    Status write_dict(const ValueDict& dict, int depth) {
+        if (dict.entries.empty()) {
+            out_ += "{}";
+            return ok_status();
+        }
+        std::vector<const std::pair<std::string, Value>*> entries;
+        for (const auto& entry : dict.entries) entries.push_back(&entry);
+        if (options_.sort_keys)
+            std::sort(entries.begin(), entries.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+        out_ += '{';
+        for (size_t i = 0; i < entries.size(); ++i) {
+            begin_item(i, depth);
+            append_json_string(entries[i]->first, options_.ensure_ascii, out_);
+            out_ += options_.key_separator;
+            LMRUN_RETURN_IF_ERROR(write(entries[i]->second, depth + 1));
+        }
+        if (options_.indent >= 0) newline(depth);
+        out_ += '}';
+        return ok_status();
+    }
+
+    const JsonOptions& options_;
+    std::string out_;
+};
 
 }  // namespace
 
@@ -213,10 +237,10 @@ std::string to_python_repr(const Value& value) {
     return "";
 }
 
-Result<std::string> to_json_text(const Value& value, int indent) {
-    std::string out;
-    LMRUN_RETURN_IF_ERROR(append_json(value, indent, 0, out));
-    return out;
+Result<std::string> to_json_text(const Value& value, const JsonOptions& options) {
+    JsonWriter writer(options);
+    LMRUN_RETURN_IF_ERROR(writer.write(value, 0));
+    return writer.take();
 }
 
 }  // namespace lmrun::jinja

@@ -16,8 +16,15 @@ std::string format_python_float(double value);
 // Python str(value); undefined prints as "".
 std::string to_python_str(const Value& value);
 std::string to_python_repr(const Value& value);
-// json.dumps(value, ensure_ascii=False, indent=indent) (indent < 0: none).
-// Undefined and callables are not serializable and give an error.
-Result<std::string> to_json_text(const Value& value, int indent);
+// The json.dumps keyword arguments HF's tojson exposes.
+struct JsonOptions {
+    int indent = -1;  // < 0: None (single line)
+    std::string item_separator = ", ";  // Python uses "," when indent is set
+    std::string key_separator = ": ";
+    bool sort_keys = false;
+    bool ensure_ascii = false;
+};
+// json.dumps(value, ...). Undefined and callables are not serializable.
+Result<std::string> to_json_text(const Value& value, const JsonOptions& options);
 
 }  // namespace lmrun::jinja

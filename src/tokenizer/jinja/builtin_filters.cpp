@@ -24,12 +24,24 @@ Result<Value> length_filter(const Value& operand) {
     }
 }
 
+// HF's tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False).
 Result<Value> tojson_filter(const Value& operand, const CallArgs& args) {
     LMRUN_ASSIGN_OR_RETURN(BoundArgs bound, BoundArgs::bind("tojson", args, {"ensure_ascii", "indent", "separators", "sort_keys"}));
-    if (bound[0].truthy() || bound[2].truthy() || bound[3].truthy())
-        return make_error("tojson: only the indent argument is supported");
+    JsonOptions options;
+    options.ensure_ascii = bound[0].truthy();
+    options.sort_keys = bound[3].truthy();
     LMRUN_ASSIGN_OR_RETURN(int64_t indent, bound.get_int(1, -1));
-    LMRUN_ASSIGN_OR_RETURN(std::string text, to_json_text(operand, static_cast<int>(std::clamp<int64_t>(indent, -1, 64))));
+    options.indent = static_cast<int>(std::clamp<int64_t>(indent, -1, 64));
+    if (options.indent >= 0) options.item_separator = std::string(1, ',');  // Python drops the space with indent
+    if (bound.given(2) && !bound[2].is_none()) {
+        const Value& separators = bound[2];
+        if (separators.kind() != ValueKind::List || separators.as_list().size() != 2 ||
+            !separators.as_list()[0].is_string() || !separators.as_list()[1].is_string())
+            return make_error("tojson: separators must be a pair of strings");
+        options.item_separator = separators.as_list()[0].as_string();
+        options.key_separator = separators.as_list()[1].as_string();
+    }
+    LMRUN_ASSIGN_OR_RETURN(std::string text, to_json_text(operand, options));
     return Value(std::move(text));
 }
 
@@ -223,6 +235,16 @@ bool is_string_filter(std::string_view name) {
 }
 
 }  // namespace
+
+bool is_known_filter(std::string_view name) {
+    static constexpr std::string_view kNames[] = {
+        "default", "d", "length", "count", "tojson", "join", "first", "last", "int", "float", "reverse", "items",
+        "sum", "map", "select", "reject", "selectattr", "rejectattr", "safe", "list", "abs", "trim", "replace",
+        "upper", "lower", "capitalize", "title", "escape", "e", "string"};
+    for (const std::string_view known : kNames)
+        if (known == name) return true;
+    return false;
+}
 
 Result<Value> apply_filter(std::string_view name, const Value& operand, const CallArgs& args,
                            Interpreter& interpreter) {

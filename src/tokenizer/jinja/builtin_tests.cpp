@@ -45,6 +45,15 @@ bool is_comparison_test(std::string_view name) {
 
 }  // namespace
 
+bool is_known_test(std::string_view name) {
+    static constexpr std::string_view kNames[] = {
+        "defined", "undefined", "none", "true", "false", "boolean", "string", "mapping", "number", "integer",
+        "float", "callable", "iterable", "sequence", "lower", "upper", "even", "odd", "divisibleby"};
+    for (const std::string_view known : kNames)
+        if (known == name) return true;
+    return is_comparison_test(name);
+}
+
 Result<bool> apply_test(std::string_view name, const Value& operand, const CallArgs& args) {
     const ValueKind kind = operand.kind();
     if (name == "defined") return kind != ValueKind::Undefined;
