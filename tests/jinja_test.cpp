@@ -312,6 +312,14 @@ const RenderCase kRenderCases[] = {
      "{{ {'b': 1, 'a': [1, 2]}|tojson(sort_keys=true) }}|{{ {'a': [1, 2]}|tojson(separators=(',', ':')) }}|{{ 'é😀'|tojson(ensure_ascii=true) }}|{{ [1]|tojson(indent=2, separators=(', ', ': ')) }}",
      "{}",
      "{\"a\": [1, 2], \"b\": 1}|{\"a\":[1,2]}|\"\\u00e9\\ud83d\\ude00\"|[\n  1\n]"},
+    {"SortFilter",
+     "{{ [3, 1, 2]|sort }} {{ ['b', 'B', 'a']|sort }} {{ ['b', 'B', 'a']|sort(case_sensitive=true) }} {{ [1, 3, 2]|sort(reverse=true) }} {{ us|sort(attribute='n')|map(attribute='v')|join }}",
+     "{\"us\": [{\"n\": 2, \"v\": \"x\"}, {\"n\": 1, \"v\": \"y\"}, {\"n\": 2, \"v\": \"z\"}]}",
+     "[1, 2, 3] ['a', 'b', 'B'] ['B', 'a', 'b'] [3, 2, 1] yxz"},
+    {"PythonEdgeCases",
+     "{{ -0.0 }} {{ -x }} {{ ' a b '.split(none, 1) }} {{ 'ǆx'.capitalize() }} {{ 1 == true }}",
+     "{\"x\": 0.0}",
+     "-0.0 -0.0 ['a', 'b '] ǅx True"},
 };
 
 class JinjaRender : public ::testing::TestWithParam<RenderCase> {};

@@ -174,6 +174,33 @@ Result<Value> map_filter(const Value& operand, const CallArgs& args, Interpreter
     return Value::list(std::move(mapped));
 }
 
+// sort(reverse=false, case_sensitive=false, attribute=none); stable like Python's sorted().
+Result<Value> sort_filter(const Value& operand, const CallArgs& args) {
+    LMRUN_ASSIGN_OR_RETURN(BoundArgs bound, BoundArgs::bind("sort", args, {"reverse", "case_sensitive", "attribute"}));
+    LMRUN_ASSIGN_OR_RETURN(ValueList items, iterate(operand));
+    std::vector<std::pair<Value, size_t>> keyed;
+    for (size_t i = 0; i < items.size(); ++i) {
+        Value key = bound.given(2) ? get_attribute(items[i], to_python_str(bound[2])) : items[i];
+        if (key.is_string() && !bound[1].truthy()) key = Value(to_lower(key.as_string()));
+        keyed.emplace_back(std::move(key), i);
+    }
+    const bool reverse = bound[0].truthy();
+    Status status = ok_status();
+    std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
+        Result<bool> less = reverse ? value_less(b.first, a.first) : value_less(a.first, b.first);
+        if (!less.ok()) {
+            if (status.ok()) status = less.error();
+            return false;
+        }
+        return less.value();
+    });
+    LMRUN_RETURN_IF_ERROR(status);
+    ValueList sorted;
+    sorted.reserve(items.size());
+    for (const auto& entry : keyed) sorted.push_back(items[entry.second]);
+    return Value::list(std::move(sorted));
+}
+
 Result<Value> items_filter(const Value& operand) {
     if (operand.is_undefined()) return Value::list({});
     if (operand.kind() != ValueKind::Dict) return make_error("items filter needs a mapping, got {}", type_name(operand.kind()));
@@ -240,7 +267,7 @@ bool is_known_filter(std::string_view name) {
     static constexpr std::string_view kNames[] = {
         "default", "d", "length", "count", "tojson", "join", "first", "last", "int", "float", "reverse", "items",
         "sum", "map", "select", "reject", "selectattr", "rejectattr", "safe", "list", "abs", "trim", "replace",
-        "upper", "lower", "capitalize", "title", "escape", "e", "string"};
+        "upper", "lower", "capitalize", "title", "escape", "e", "string", "sort"};
     for (const std::string_view known : kNames)
         if (known == name) return true;
     return false;
@@ -257,6 +284,7 @@ Result<Value> apply_filter(std::string_view name, const Value& operand, const Ca
     if (name == "float") return float_filter(operand, args);
     if (name == "reverse") return reverse_filter(operand);
     if (name == "items") return items_filter(operand);
+    if (name == "sort") return sort_filter(operand, args);
     if (name == "sum") return sum_filter(operand, args);
     if (name == "map") return map_filter(operand, args, interpreter);
     if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr")

@@ -142,6 +142,7 @@ Result<Value> Interpreter::eval_unary(const UnaryExpr& expr) {
     if (!operand.is_number())
         return error_at(expr.pos, fmt::format("bad operand type for unary {}: '{}'", expr.op, type_name(operand.kind())));
     if (expr.op == "+") return operand.kind() == ValueKind::Bool ? Value(int64_t{operand.as_bool()}) : operand;
+    if (operand.kind() == ValueKind::Float) return Value(-operand.as_float());  // keeps -0.0
     LMRUN_JINJA_TRY(Value negated, arithmetic("-", Value(int64_t{0}), operand), expr.pos);
     return negated;
 }

@@ -1,6 +1,7 @@
 #include "tokenizer/jinja/text_util.h"
 
 #include <unicode/locid.h>
+#include <unicode/uchar.h>
 #include <unicode/unistr.h>
 
 namespace lmrun::jinja {
@@ -154,9 +155,7 @@ std::vector<std::string> python_split(std::string_view text, std::string_view se
         while (i < n && is_python_space(cps.values[i])) ++i;
         if (i == n) break;
         if (max_split >= 0 && static_cast<int64_t>(parts.size()) == max_split) {
-            size_t end = n;
-            while (end > i && is_python_space(cps.values[end - 1])) --end;
-            parts.emplace_back(text.substr(cps.offsets[i], cps.offsets[end] - cps.offsets[i]));
+            parts.emplace_back(text.substr(cps.offsets[i]));  // Python keeps the rest as is
             break;
         }
         const size_t start = i;
@@ -219,8 +218,11 @@ std::string to_lower(std::string_view text) { return icu_case(text, false); }
 std::string capitalize(std::string_view text) {
     if (text.empty()) return {};
     size_t pos = 0;
-    decode_utf8(text, pos);
-    return to_upper(text.substr(0, pos)) + to_lower(text.substr(pos));
+    const uint32_t first = decode_utf8(text, pos);
+    // Python title-cases the first character (U+01C6 -> U+01C5, not U+01C4).
+    std::string result;
+    append_utf8(result, static_cast<uint32_t>(u_totitle(static_cast<UChar32>(first))));
+    return result + to_lower(text.substr(pos));
 }
 
 std::string title_case(std::string_view text) {
