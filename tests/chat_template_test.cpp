@@ -237,10 +237,33 @@ TEST(ChatTemplate, Llama2StyleTemplate) {
         << rendered.error().message;
 }
 
-TEST(ChatTemplate, RejectsNonListMessages) {
+TEST(ChatTemplate, RejectsNonListMessagesAndUnparsedTemplates) {
     const Result<ChatTemplate> parsed = ChatTemplate::parse("{{ messages }}");
     ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(parsed->source(), "{{ messages }}");
     EXPECT_FALSE(parsed->apply(nlohmann::json::object(), ChatTemplateOptions{}).ok());
+    const ChatTemplate empty;
+    EXPECT_FALSE(empty.apply(nlohmann::json::array(), ChatTemplateOptions{}).ok());
+}
+
+TEST(ChatTemplate, ContextHasToolsNoneAndExtraKwargs) {
+    // As in transformers: tools/documents are None (defined) unless passed,
+    // extra kwargs become variables, and template errors are prefixed.
+    const Result<ChatTemplate> parsed = ChatTemplate::parse(
+        "{{ tools is none }}{{ documents is defined }}{{ add_generation_prompt }}{{ custom }}{{ eos_token }}");
+    ASSERT_TRUE(parsed.ok());
+    ChatTemplateOptions options;
+    options.add_generation_prompt = false;
+    options.extra_kwargs = nlohmann::ordered_json{{"custom", 7}};
+    Result<std::string> rendered = parsed->apply(nlohmann::json::array(), options, "<s>", "</s>");
+    ASSERT_TRUE(rendered.ok()) << rendered.error().message;
+    EXPECT_EQ(rendered.value(), "TrueTrueFalse7</s>");
+
+    const Result<ChatTemplate> raising = ChatTemplate::parse("{{ raise_exception('no system role') }}");
+    ASSERT_TRUE(raising.ok());
+    rendered = raising->apply(nlohmann::json::array(), ChatTemplateOptions{});
+    ASSERT_FALSE(rendered.ok());
+    EXPECT_EQ(rendered.error().message, "chat template: line 1, column 19: raise_exception: no system role");
 }
 
 }  // namespace

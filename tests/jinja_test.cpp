@@ -450,13 +450,13 @@ TEST(JinjaRobustness, TruncatedAndMutatedTemplatesNeverCrash) {
             "tools": [{"name": "f"}], "add_generation_prompt": true})");
     EXPECT_TRUE(render(source, context).ok());
     size_t num_ok = 0;
-    for (size_t length = 0; length <= source.size(); length += 3) {
+    for (size_t length = 0; length <= source.size(); length += 11) {
         num_ok += render(source.substr(0, length), context).ok() ? 1 : 0;
     }
     EXPECT_GT(num_ok, 0u);
     std::mt19937 rng(1234);
     const std::string alphabet = "{}%#-+()[]'\".|~:,=! \nxa0";
-    for (int trial = 0; trial < 1500; ++trial) {
+    for (int trial = 0; trial < 400; ++trial) {
         std::string mutated = source;
         const int num_edits = 1 + static_cast<int>(rng() % 3);
         for (int edit = 0; edit < num_edits; ++edit)

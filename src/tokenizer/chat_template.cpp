@@ -5,6 +5,11 @@
 
 namespace lmrun {
 
+const std::string& ChatTemplate::source() const {
+    static const std::string kEmpty;
+    return source_ ? *source_ : kEmpty;
+}
+
 Result<ChatTemplate> ChatTemplate::parse(const std::string& source) {
     auto parsed = jinja::parse_template(source);
     if (!parsed.ok()) return make_error("chat template: {}", parsed.error().message);
@@ -49,6 +54,7 @@ Result<std::string> ChatTemplate::apply(const nlohmann::json& messages, const Ch
 
 Result<std::string> ChatTemplate::apply(const nlohmann::ordered_json& messages, const ChatTemplateOptions& options,
                                         const std::string& bos_token, const std::string& eos_token) const {
+    if (!template_) return make_error("chat template: no template was parsed");
     if (!messages.is_array()) return make_error("chat template: messages must be a list");
     if (!options.extra_kwargs.is_object() && !options.extra_kwargs.is_null())
         return make_error("chat template: extra_kwargs must be an object");

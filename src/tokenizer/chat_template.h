@@ -51,7 +51,8 @@ public:
     Result<std::string> apply(const nlohmann::ordered_json& messages, const ChatTemplateOptions& options,
                               const std::string& bos_token = "", const std::string& eos_token = "") const;
 
-    const std::string& source() const { return *source_; }
+    // Template text ("" for a default-constructed ChatTemplate, whose apply() fails).
+    const std::string& source() const;
 
 private:
     std::shared_ptr<const std::string> source_;
