@@ -320,6 +320,10 @@ const RenderCase kRenderCases[] = {
      "{{ -0.0 }} {{ -x }} {{ ' a b '.split(none, 1) }} {{ 'ǆx'.capitalize() }} {{ 1 == true }}",
      "{\"x\": 0.0}",
      "-0.0 -0.0 ['a', 'b '] ǅx True"},
+    {"WhitespaceControlStripsUnicodeSpaces",
+     "a　 {{- 1 -}} \n b\n　{% if true %}x{% endif %}",
+     "{}",
+     "a1b\nx"},
 };
 
 class JinjaRender : public ::testing::TestWithParam<RenderCase> {};

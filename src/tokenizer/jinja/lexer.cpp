@@ -93,16 +93,17 @@ private:
     // tags (lstrip_blocks) strip spaces back to the start of their line.
     void emit_text(size_t begin, size_t end, char tag_kind, char modifier) {
         std::string_view text(source_.data() + begin, end - begin);
+        std::string kept(text);
         if (modifier == '-') {
-            while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+            kept = python_strip(text, StripSide::Right, "", false);  // Python's rstrip(): Unicode spaces too
         } else if ((tag_kind == '%' || tag_kind == '#') && modifier != '+') {
             const size_t newline = text.rfind('\n');
             const size_t line_begin = newline == std::string_view::npos ? 0 : newline + 1;
             const bool line_starting = begin == 0 || source_[begin - 1] == '\n';
-            const bool only_space = std::all_of(text.begin() + static_cast<ptrdiff_t>(line_begin), text.end(), is_space);
-            if ((line_begin > 0 || line_starting) && only_space) text = text.substr(0, line_begin);
+            if ((line_begin > 0 || line_starting) && python_strip(text.substr(line_begin), StripSide::Both, "", false).empty())
+                kept.resize(line_begin);
         }
-        if (!text.empty()) tokens_.push_back(Token{TokenKind::Text, std::string(text), position(begin), 0, 0.0});
+        if (!kept.empty()) tokens_.push_back(Token{TokenKind::Text, std::move(kept), position(begin), 0, 0.0});
     }
 
     // After a tag: `-` strips all following whitespace; block and comment tags
@@ -110,7 +111,11 @@ private:
     void skip_after_tag(size_t offset, char modifier, bool trims_newline) {
         pos_ = offset;
         if (modifier == '-') {
-            while (pos_ < source_.size() && is_space(source_[pos_])) ++pos_;
+            while (pos_ < source_.size()) {
+                size_t next = pos_;
+                if (!is_python_space(decode_utf8(source_, next))) break;
+                pos_ = next;
+            }
         } else if (trims_newline && modifier != '+' && pos_ < source_.size() && source_[pos_] == '\n') {
             ++pos_;
         }
