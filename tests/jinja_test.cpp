@@ -23,7 +23,10 @@ namespace {
 Result<std::string> render(const std::string& source, const nlohmann::ordered_json& context = nlohmann::ordered_json::object()) {
     LMRUN_ASSIGN_OR_RETURN(std::unique_ptr<Template> tmpl, parse_template(source));
     ValueDict variables;
-    for (const auto& [key, value] : context.items()) variables.set(key, Value::from_json(value));
+    for (const auto& [key, value] : context.items()) {
+        LMRUN_ASSIGN_OR_RETURN(Value converted, Value::from_json(value));
+        variables.set(key, std::move(converted));
+    }
     Interpreter interpreter(variables);
     return interpreter.render(*tmpl);
 }
@@ -324,6 +327,10 @@ const RenderCase kRenderCases[] = {
      "a　 {{- 1 -}} \n b\n　{% if true %}x{% endif %}",
      "{}",
      "a1b\nx"},
+    {"IndentFilter",
+     "[{{ 'a\nb\n\nc\n'|indent(2) }}][{{ 'a\nb'|indent(first=true) }}][{{ 'a\n\nb'|indent(1, blank=true) }}][{{ 'x'|indent('>') }}]",
+     "{}",
+     "[a\n  b\n\n  c\n][    a\n    b][a\n \n b][x]"},
 };
 
 class JinjaRender : public ::testing::TestWithParam<RenderCase> {};
@@ -355,7 +362,7 @@ TEST(JinjaFormat, PythonFloatRepr) {
 
 TEST(JinjaFormat, TojsonKeepsKeyOrderAndUnicode) {
     const auto value = nlohmann::ordered_json::parse(R"({"b": {"y": [], "x": "日本"}, "a": 1.0, "c": -0.5, "d": 12})");
-    Result<std::string> text = to_json_text(Value::from_json(value), JsonOptions{});
+    Result<std::string> text = to_json_text(Value::from_json(value).value(), JsonOptions{});
     ASSERT_TRUE(text.ok());
     EXPECT_EQ(text.value(), R"({"b": {"y": [], "x": "日本"}, "a": 1.0, "c": -0.5, "d": 12})");
     EXPECT_FALSE(to_json_text(Value(), JsonOptions{}).ok());  // undefined is not serializable
@@ -410,6 +417,15 @@ TEST(JinjaErrors, ResourceLimitsAreErrors) {
     EXPECT_NE(render_error(deep_ifs).find("nested too deeply"), std::string::npos);
     EXPECT_NE(render_error("{{ " + std::string(5000, '[') + std::string(5000, ']') + " }}").find("nested too deeply"), std::string::npos);
     EXPECT_NE(render_error("{{ " + std::string(3000, '-') + "1 }}").find("nested too deeply"), std::string::npos);
+    // Values cannot be nested without bound through a namespace in a loop...
+    EXPECT_NE(render_error("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}")
+                  .find("nested too deeply"), std::string::npos);
+    // ...nor arrive from JSON nested beyond the limit.
+    nlohmann::ordered_json deep = nlohmann::ordered_json::array();
+    for (int i = 0; i < 1000; ++i) deep = nlohmann::ordered_json::array({deep});
+    EXPECT_FALSE(Value::from_json(deep).ok());
+    // A namespace holding itself renders and is freed (LeakSanitizer checks the latter).
+    EXPECT_EQ(render_ok("{% set ns = namespace() %}{% set ns.me = [ns] %}{% set ns.self = ns %}{{ ns.me|length }}"), "1");
 }
 
 TEST(JinjaErrors, MalformedTemplatesAreErrorsNotCrashes) {

@@ -60,14 +60,20 @@ Result<std::string> ChatTemplate::apply(const nlohmann::ordered_json& messages, 
         return make_error("chat template: extra_kwargs must be an object");
     // Same context as transformers' apply_chat_template: tools/documents are None when absent.
     jinja::ValueDict context;
-    context.set("messages", jinja::Value::from_json(messages));
+    auto messages_value = jinja::Value::from_json(messages);
+    if (!messages_value.ok()) return make_error("chat template: messages: {}", messages_value.error().message);
+    context.set("messages", std::move(messages_value).value());
     context.set("tools", jinja::Value::none());
     context.set("documents", jinja::Value::none());
     context.set("add_generation_prompt", jinja::Value(options.add_generation_prompt));
     context.set("bos_token", jinja::Value(bos_token));
     context.set("eos_token", jinja::Value(eos_token));
     if (options.extra_kwargs.is_object()) {
-        for (const auto& [key, value] : options.extra_kwargs.items()) context.set(key, jinja::Value::from_json(value));
+        for (const auto& [key, value] : options.extra_kwargs.items()) {
+            auto converted = jinja::Value::from_json(value);
+            if (!converted.ok()) return make_error("chat template: {}: {}", key, converted.error().message);
+            context.set(key, std::move(converted).value());
+        }
     }
     jinja::Interpreter interpreter(context);
     auto rendered = interpreter.render(*template_);

@@ -233,6 +233,28 @@ Result<Value> sum_filter(const Value& operand, const CallArgs& args) {
     return total;
 }
 
+// indent(width=4, first=false, blank=false): Jinja's, with lines split on "\n".
+Result<Value> indent_filter(const Value& operand, const CallArgs& args) {
+    LMRUN_ASSIGN_OR_RETURN(BoundArgs bound, BoundArgs::bind("indent", args, {"width", "first", "blank"}));
+    std::string indentation;
+    if (bound[0].is_string()) {
+        indentation = bound[0].as_string();
+    } else {
+        LMRUN_ASSIGN_OR_RETURN(int64_t width, bound.get_int(0, 4));
+        indentation.assign(static_cast<size_t>(std::clamp<int64_t>(width, 0, 1024)), ' ');
+    }
+    // Jinja splits (text + "\n").splitlines(), which equals splitting text on "\n".
+    const std::vector<std::string> lines = python_split(to_python_str(operand), "\n", true, -1);
+    std::string result = lines[0];
+    for (size_t i = 1; i < lines.size(); ++i) {
+        result += '\n';
+        if (!lines[i].empty() || bound[2].truthy()) result += indentation;
+        result += lines[i];
+    }
+    if (bound[1].truthy()) result = indentation + result;
+    return Value(std::move(result));
+}
+
 Result<Value> string_filter(std::string_view name, const Value& operand, const CallArgs& args) {
     const std::string text = to_python_str(operand);
     if (name == "trim") {
@@ -267,7 +289,7 @@ bool is_known_filter(std::string_view name) {
     static constexpr std::string_view kNames[] = {
         "default", "d", "length", "count", "tojson", "join", "first", "last", "int", "float", "reverse", "items",
         "sum", "map", "select", "reject", "selectattr", "rejectattr", "safe", "list", "abs", "trim", "replace",
-        "upper", "lower", "capitalize", "title", "escape", "e", "string", "sort"};
+        "upper", "lower", "capitalize", "title", "escape", "e", "string", "sort", "indent"};
     for (const std::string_view known : kNames)
         if (known == name) return true;
     return false;
@@ -285,6 +307,7 @@ Result<Value> apply_filter(std::string_view name, const Value& operand, const Ca
     if (name == "reverse") return reverse_filter(operand);
     if (name == "items") return items_filter(operand);
     if (name == "sort") return sort_filter(operand, args);
+    if (name == "indent") return indent_filter(operand, args);
     if (name == "sum") return sum_filter(operand, args);
     if (name == "map") return map_filter(operand, args, interpreter);
     if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr")

@@ -3,6 +3,7 @@
 #include <ctime>
 
 #include "tokenizer/jinja/builtins.h"
+#include "tokenizer/jinja/interpreter.h"
 #include "tokenizer/jinja/operations.h"
 #include "tokenizer/jinja/value_format.h"
 
@@ -39,14 +40,16 @@ Result<Value> range_function(const CallArgs& args, Interpreter&) {
     return Value::list(std::move(items));
 }
 
-Result<Value> namespace_function(const CallArgs& args, Interpreter&) {
+Result<Value> namespace_function(const CallArgs& args, Interpreter& interpreter) {
     ValueDict attributes;
     for (const Value& positional : args.positional) {
         if (positional.kind() != ValueKind::Dict) return make_error("namespace() takes only a mapping as positional argument");
         for (const auto& [key, value] : positional.as_dict().entries) attributes.set(key, value);
     }
     for (const auto& [key, value] : args.keyword) attributes.set(key, value);
-    return Value::make_namespace(std::move(attributes));
+    Value ns = Value::make_namespace(std::move(attributes));
+    interpreter.own_namespace(ns);
+    return ns;
 }
 
 Result<Value> dict_function(const CallArgs& args, Interpreter&) {

@@ -202,7 +202,9 @@ Result<Value> Interpreter::eval_list(const ListExpr& expr) {
         LMRUN_ASSIGN_OR_RETURN(Value value, eval(*item));
         items.push_back(std::move(value));
     }
-    return Value::list(std::move(items));
+    Value list = Value::list(std::move(items));
+    if (list.depth() > Value::kMaxDepth) return error_at(expr.pos, "lists and dicts nested too deeply");
+    return list;
 }
 
 Result<Value> Interpreter::eval_dict(const DictExpr& expr) {
@@ -213,7 +215,9 @@ Result<Value> Interpreter::eval_dict(const DictExpr& expr) {
         LMRUN_ASSIGN_OR_RETURN(Value value, eval(*value_expr));
         dict.set(key.as_string(), std::move(value));
     }
-    return Value::dict(std::move(dict));
+    Value result = Value::dict(std::move(dict));
+    if (result.depth() > Value::kMaxDepth) return error_at(expr.pos, "lists and dicts nested too deeply");
+    return result;
 }
 
 }  // namespace lmrun::jinja

@@ -45,6 +45,13 @@ Interpreter::Interpreter(const ValueDict& variables) {
     for (const auto& [name, value] : variables.entries) frames_[0][name] = value;
 }
 
+Interpreter::~Interpreter() {
+    // A namespace may hold itself (`set ns.me = [ns]`); clearing breaks such cycles.
+    for (const Value& ns : namespaces_) ns.namespace_attributes().entries.clear();
+}
+
+void Interpreter::own_namespace(const Value& ns) { namespaces_.push_back(ns); }
+
 Result<std::string> Interpreter::render(const Template& tmpl) {
     std::string out;
     LMRUN_ASSIGN_OR_RETURN(Flow flow, render_nodes(tmpl.body, out));
@@ -158,6 +165,9 @@ Status Interpreter::render_set(const SetNode& node) {
     const Value target = lookup(node.targets[0]);
     if (target.kind() != ValueKind::Namespace)
         return error_at(node.pos, fmt::format("cannot assign attribute on non-namespace object '{}'", node.targets[0]));
+    // Namespaces are the only way to grow a value across loop iterations, so
+    // nesting is bounded here.
+    if (value.depth() >= Value::kMaxDepth) return error_at(node.pos, "lists and dicts nested too deeply");
     target.namespace_attributes().set(node.attribute, std::move(value));
     return ok_status();
 }

@@ -20,12 +20,17 @@ public:
     // `variables` are the template's top-level context (messages, flags, ...);
     // builtin functions (range, namespace, raise_exception, ...) are added.
     explicit Interpreter(const ValueDict& variables);
+    ~Interpreter();
+    Interpreter(const Interpreter&) = delete;
+    Interpreter& operator=(const Interpreter&) = delete;
 
     Result<std::string> render(const Template& tmpl);
 
     // Used by builtins that call back into the template (macros, caller).
     Result<Value> call(const Value& callee, const CallArgs& args);
     Result<Value> call_macro(const MacroNode& macro, const CallArgs& args);
+    // namespace() registers what it creates; they are emptied when the render ends.
+    void own_namespace(const Value& ns);
 
 private:
     enum class Flow { Normal, Break, Continue };
@@ -63,6 +68,7 @@ private:
     size_t base_ = 0;
     int call_depth_ = 0;
     int64_t num_loop_iterations_ = 0;
+    std::vector<Value> namespaces_;
 };
 
 // Error message with "line L, column C: " prepended once.

@@ -1,5 +1,7 @@
 #include "tokenizer/jinja/value.h"
 
+#include <algorithm>
+
 namespace lmrun::jinja {
 
 const Value* ValueDict::find(std::string_view key) const {
@@ -30,9 +32,16 @@ Value Value::none() {
     return value;
 }
 
+uint32_t Value::depth_of(const ValueList& items) {
+    uint32_t depth = 0;
+    for (const Value& item : items) depth = std::max(depth, item.depth_);
+    return depth + 1;
+}
+
 Value Value::list(ValueList items) {
     Value value;
     value.kind_ = ValueKind::List;
+    value.depth_ = depth_of(items);
     value.data_ = std::make_shared<const ValueList>(std::move(items));
     return value;
 }
@@ -40,6 +49,8 @@ Value Value::list(ValueList items) {
 Value Value::dict(ValueDict dict) {
     Value value;
     value.kind_ = ValueKind::Dict;
+    for (const auto& entry : dict.entries) value.depth_ = std::max(value.depth_, entry.second.depth_);
+    ++value.depth_;
     value.data_ = std::make_shared<const ValueDict>(std::move(dict));
     return value;
 }
@@ -47,6 +58,8 @@ Value Value::dict(ValueDict dict) {
 Value Value::make_namespace(ValueDict attributes) {
     Value value;
     value.kind_ = ValueKind::Namespace;
+    // Namespaces are mutable: the interpreter checks the depth of what is assigned.
+    value.depth_ = 1;
     value.data_ = std::make_shared<ValueDict>(std::move(attributes));
     return value;
 }
@@ -58,43 +71,51 @@ Value Value::callable(std::string name, NativeFunction function) {
     return value;
 }
 
-Value Value::from_json(const nlohmann::ordered_json& json) {
+namespace {
+
+Result<Value> from_json_at(const nlohmann::ordered_json& json, uint32_t depth) {
     using Type = nlohmann::ordered_json::value_t;
+    if (depth > Value::kMaxDepth) return make_error("JSON value nested deeper than {} levels", Value::kMaxDepth);
     switch (json.type()) {
         case Type::null:
         case Type::discarded:
-            return none();
-        case Type::boolean:
-            return Value(json.get<bool>());
-        case Type::number_integer:
-            return Value(json.get<int64_t>());
+        case Type::binary:
+            return Value::none();
+        case Type::boolean: return Value(json.get<bool>());
+        case Type::number_integer: return Value(json.get<int64_t>());
         case Type::number_unsigned: {
             const uint64_t unsigned_value = json.get<uint64_t>();
             // Beyond int64 we lose Python's big ints; a float keeps the magnitude.
             if (unsigned_value > static_cast<uint64_t>(INT64_MAX)) return Value(static_cast<double>(unsigned_value));
             return Value(static_cast<int64_t>(unsigned_value));
         }
-        case Type::number_float:
-            return Value(json.get<double>());
-        case Type::string:
-            return Value(json.get<std::string>());
-        case Type::binary:
-            return none();
+        case Type::number_float: return Value(json.get<double>());
+        case Type::string: return Value(json.get<std::string>());
         case Type::array: {
             ValueList items;
             items.reserve(json.size());
-            for (const auto& item : json) items.push_back(from_json(item));
-            return list(std::move(items));
+            for (const auto& item : json) {
+                LMRUN_ASSIGN_OR_RETURN(Value value, from_json_at(item, depth + 1));
+                items.push_back(std::move(value));
+            }
+            return Value::list(std::move(items));
         }
         case Type::object: {
-            ValueDict dict_value;
-            dict_value.entries.reserve(json.size());
-            for (const auto& [key, item] : json.items()) dict_value.entries.emplace_back(key, from_json(item));
-            return dict(std::move(dict_value));
+            ValueDict dict;
+            dict.entries.reserve(json.size());
+            for (const auto& [key, item] : json.items()) {
+                LMRUN_ASSIGN_OR_RETURN(Value value, from_json_at(item, depth + 1));
+                dict.entries.emplace_back(key, std::move(value));
+            }
+            return Value::dict(std::move(dict));
         }
     }
-    return none();
+    return Value::none();
 }
+
+}  // namespace
+
+Result<Value> Value::from_json(const nlohmann::ordered_json& json) { return from_json_at(json, 1); }
 
 double Value::to_double() const {
     switch (kind_) {

@@ -66,7 +66,13 @@ public:
     static Value dict(ValueDict dict);
     static Value make_namespace(ValueDict attributes);
     static Value callable(std::string name, NativeFunction function);
-    static Value from_json(const nlohmann::ordered_json& json);
+    // Fails beyond kMaxDepth nested containers (hostile requests must not
+    // overflow the stack of the recursive algorithms here).
+    static Result<Value> from_json(const nlohmann::ordered_json& json);
+
+    // Nesting limit of lists/dicts; containers record their depth (scalars: 0).
+    static constexpr uint32_t kMaxDepth = 256;
+    uint32_t depth() const { return depth_; }
 
     ValueKind kind() const { return kind_; }
     bool is_undefined() const { return kind_ == ValueKind::Undefined; }
@@ -90,7 +96,10 @@ public:
     bool truthy() const;
 
 private:
+    static uint32_t depth_of(const ValueList& items);
+
     ValueKind kind_ = ValueKind::Undefined;
+    uint32_t depth_ = 0;
     std::variant<std::monostate, bool, int64_t, double, std::string, std::shared_ptr<const ValueList>,
                  std::shared_ptr<const ValueDict>, std::shared_ptr<ValueDict>, std::shared_ptr<const Callable>>
         data_;
