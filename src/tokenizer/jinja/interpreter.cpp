@@ -10,7 +10,8 @@
 namespace lmrun::jinja {
 namespace {
 
-constexpr int kMaxCallDepth = 64;
+// Small enough that deep macro recursion with nested expressions stays within an 8 MiB stack.
+constexpr int kMaxCallDepth = 32;
 constexpr int64_t kMaxLoopIterations = 10'000'000;
 
 // Jinja's `loop` variable for iteration `index` of `items`.
