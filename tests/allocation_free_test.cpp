@@ -28,12 +28,12 @@ void expect_decode_steps_allocation_free(const std::string& model, DType dtype) 
         std::vector<std::vector<int32_t>> ids, blocks;
         int64_t next_block = runner->num_kv_blocks() - 1;
         for (int64_t s = 0; s < batch; ++s) {
-            std::vector<int32_t> tokens(size_t(context + steps));
+            std::vector<int32_t> tokens(static_cast<size_t>(context + steps));
             for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 7 + s * 13) % vocab);
             ids.push_back(tokens);
             blocks.push_back(take_blocks(next_block, context + steps, runner->block_size()));
         }
-        std::vector<RunnerSequence> seqs(size_t(batch));
+        std::vector<RunnerSequence> seqs(static_cast<size_t>(batch));
         for (int64_t s = 0; s < batch; ++s) {
             seqs[s] = RunnerSequence{ids[s], blocks[s], 0, context, true, {}};
             runner->run(std::span(&seqs[s], 1));

@@ -21,7 +21,8 @@ struct Golden {
 
 std::vector<Golden> stories_goldens() {
     std::vector<Golden> goldens;
-    for (const auto& item : read_json_file(testdata_path("stories260k/expected.json"))["cases"]) {
+    const nlohmann::json expected = read_json_file(testdata_path("stories260k/expected.json"));
+    for (const auto& item : expected["cases"]) {
         goldens.push_back({item["name"], item["prompt_text"], item["prompt_ids"].get<std::vector<int32_t>>(),
                            item["output_ids"].get<std::vector<int32_t>>(), item["decoded_text_output_only"]});
     }
@@ -122,15 +123,22 @@ TEST(LLMEngine, SequenceTooLargeForTheCacheFailsWithAMessage) {
     config.runner.kv_cache_memory_bytes = 2 * (2 * 5 * 16 * 4 * 8 * 4);  // 2 blocks = 32 tokens
     auto engine = make_engine(config);
     SamplingParams params;
-    params.max_tokens = 4;
-    std::vector<int32_t> prompt(40, 300);
-    ASSERT_TRUE(engine->add_request("big", prompt, params).ok());
+    params.max_tokens = 40;
+    params.ignore_eos = true;
+    // A prompt that can never fit is refused before it is queued.
+    Status refused = engine->add_request("big", std::vector<int32_t>(40, 300), params);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.error().message.find("KV blocks"), std::string::npos) << refused.error().message;
+    // One that fits but outgrows the whole cache while decoding fails, instead of waiting forever.
+    ASSERT_TRUE(engine->add_request("grows", std::vector<int32_t>(20, 300), params).ok());
     std::vector<RequestOutput> finished;
     for (int step = 0; step < 100 && finished.empty(); ++step) finished = engine->step();
     ASSERT_EQ(finished.size(), 1u);
     EXPECT_EQ(finished[0].outputs[0].finish_reason, FinishReason::Error);
-    EXPECT_NE(finished[0].outputs[0].error_message.find("KV"), std::string::npos)
+    EXPECT_EQ(finished[0].outputs[0].token_ids.size(), 13u);  // 20 + 12 fill both blocks; the 33rd needs a third
+    EXPECT_NE(finished[0].outputs[0].error_message.find("KV blocks"), std::string::npos)
         << finished[0].outputs[0].error_message;
+    EXPECT_EQ(engine->block_manager().num_free_blocks(), 2);
 }
 
 TEST(LLMEngine, PrefixCachingReusesBlocksAndKeepsOutputs) {

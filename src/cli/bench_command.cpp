@@ -58,13 +58,13 @@ double median(std::vector<double> values) {
 
 std::vector<int32_t> random_tokens(int64_t count, int64_t vocab, uint64_t seed) {
     std::mt19937_64 rng(seed);
-    std::vector<int32_t> ids(size_t(count));
+    std::vector<int32_t> ids(static_cast<size_t>(count));
     for (auto& id : ids) id = int32_t(rng() % uint64_t(vocab));
     return ids;
 }
 
 std::vector<int32_t> block_range(int64_t first, int64_t count) {
-    std::vector<int32_t> blocks(size_t(count));
+    std::vector<int32_t> blocks(static_cast<size_t>(count));
     for (int64_t i = 0; i < count; ++i) blocks[i] = int32_t(first + i);
     return blocks;
 }
@@ -91,7 +91,7 @@ double time_decode_step(ModelRunner& runner, int64_t batch, int64_t context, int
         ids.push_back(random_tokens(total, runner.model().config().vocab_size, uint64_t(s)));
         blocks.push_back(block_range(s * blocks_per_seq, blocks_per_seq));
     }
-    std::vector<RunnerSequence> seqs(size_t(batch));
+    std::vector<RunnerSequence> seqs(static_cast<size_t>(batch));
     for (int64_t s = 0; s < batch; ++s) {  // fill the context one sequence at a time
         seqs[s] = RunnerSequence{ids[s], blocks[s], 0, context, true, {}};
         runner.run(std::span(&seqs[s], 1));

@@ -9,18 +9,6 @@
 
 namespace lmrun {
 
-struct LLMEngine::Request {
-    std::string id;
-    std::vector<int32_t> prompt_ids;
-    SamplingParams params;
-    DeltaCallback on_delta;
-    std::vector<std::shared_ptr<Sequence>> seqs;  // index = completion index; children join after the prompt ran
-    std::vector<std::unique_ptr<OutputProcessor>> processors;
-    std::vector<CompletionOutput> outputs;
-    std::vector<uint64_t> seeds;
-    int32_t num_finished = 0;
-    RequestMetrics metrics;
-};
 
 const char* finish_reason_name(FinishReason reason) {
     switch (reason) {
@@ -102,10 +90,6 @@ Status LLMEngine::validate_request(const std::vector<int32_t>& prompt_ids, const
         return make_error("prompt has {} tokens but the maximum context length is {} (prompt + at least 1 new token)",
                           prompt_ids.size(), max_model_len());
     }
-    if (!config_.enable_chunked_prefill && int64_t(prompt_ids.size()) > runner_->config().max_num_batched_tokens) {
-        return make_error("prompt has {} tokens, more than max_num_batched_tokens {} without chunked prefill",
-                          prompt_ids.size(), runner_->config().max_num_batched_tokens);
-    }
     return ok_status();
 }
 
@@ -127,7 +111,9 @@ Status LLMEngine::add_request(const std::string& request_id, std::vector<int32_t
         request->outputs[index].index = index;
     }
     // The first completion runs alone until its prompt is computed; the others then reuse its cached blocks.
-    auto seq = std::make_shared<Sequence>(next_seq_id_++, request->prompt_ids, params, request->metrics.arrival_time);
+    auto seq = std::make_shared<Sequence>(next_seq_id_, request->prompt_ids, params, request->metrics.arrival_time);
+    LMRUN_RETURN_IF_ERROR(scheduler_->check_prompt(*seq));  // fits the KV cache and the step budget
+    ++next_seq_id_;
     request->seqs.push_back(seq);
     request->processors.push_back(std::make_unique<OutputProcessor>(tokenizer_.get(), params, request->prompt_ids));
     request_of_seq_[seq->seq_id] = request.get();

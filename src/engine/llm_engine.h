@@ -68,7 +68,20 @@ public:
     int64_t max_model_len() const { return runner_->config().max_model_len; }
 
 private:
-    struct Request;
+    // A request and its n completions; children (index > 0) join once the prompt ran.
+    struct Request {
+        std::string id;
+        std::vector<int32_t> prompt_ids;
+        SamplingParams params;
+        DeltaCallback on_delta;
+        std::vector<std::shared_ptr<Sequence>> seqs;  // index = completion index
+        std::vector<std::unique_ptr<OutputProcessor>> processors;
+        std::vector<CompletionOutput> outputs;
+        std::vector<uint64_t> seeds;
+        int32_t num_finished = 0;
+        RequestMetrics metrics;
+    };
+
     LLMEngine() = default;
     Status validate_request(const std::vector<int32_t>& prompt_ids, const SamplingParams& params) const;
     void fill_runner_sequences(const SchedulerOutput& output);

@@ -6,8 +6,6 @@
 
 namespace lmrun {
 
-struct LLMEngine::Request;
-
 void LLMEngine::fill_runner_sequences(const SchedulerOutput& output) {
     runner_seqs_.clear();
     if (suppressed_ids_.size() < output.scheduled.size()) suppressed_ids_.resize(output.scheduled.size());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/sampling_params.h"
+#include "tokenizer/streaming_detokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lmrun {

@@ -33,19 +33,23 @@ public:
 
     // The packed layout, for the kernels (linear_gemv.h).
     const PackedLinear& packed() const;
+    // Packed weight plus the cached oneDNN primitives (linear_onednn.h).
     LinearWeightState& state() const { return *state_; }
 
 private:
     std::shared_ptr<LinearWeightState> state_;
 };
 
-// Rows up to this count go to the GEMV (weights streamed once for all rows); more go to oneDNN.
-inline constexpr int64_t kGemvMaxRows = 8;
+// Rows up to this count go to the GEMV (weights streamed once for all rows, F32 activations);
+// more go to oneDNN (BF16 activations for BF16 weights). Measured crossover on the LM head:
+// 4 rows GEMV ~10 GB/s vs oneDNN ~8; 8 rows GEMV ~4 vs oneDNN ~5.6 (FMA-bound by then).
+inline constexpr int64_t kGemvMaxRows = 4;
 
-// Dispatches on num_rows and kernel_isa(). After one warm-up call with a given num_rows, the
-// GEMV path (num_rows <= kGemvMaxRows) performs no heap allocation; the oneDNN path reuses a
-// cached primitive, memory objects and scratch buffers (oneDNN itself may allocate its small
-// argument map per execute).
+// Dispatches on num_rows and kernel_isa(); y must not alias x. After one warm-up call with a
+// given num_rows, the GEMV path (num_rows <= kGemvMaxRows) performs no heap allocation; the
+// oneDNN path (more rows, split into power-of-two pieces of 8..512 rows plus a remainder)
+// reuses cached primitives, memory objects and scratch buffers (oneDNN itself may allocate its
+// small argument map per execute).
 void linear(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
             float* y);
 // Scalar, double-accumulating twin of linear(), reading the packed weight.

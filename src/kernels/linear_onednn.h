@@ -10,6 +10,7 @@
 #include <mutex>
 #include <utility>
 
+#include "kernels/linear.h"
 #include "kernels/linear_gemv.h"
 
 namespace lmrun::kernels {
@@ -33,5 +34,10 @@ private:
     std::mutex mutex_;
     std::map<std::pair<int64_t, bool>, std::unique_ptr<Entry>> entries_;
 };
+
+// The oneDNN path of linear() for `weight`, whatever num_rows (tests and benchmarks call it
+// directly); false if oneDNN has no fast implementation (nothing computed).
+bool linear_onednn(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
+                   float* y);
 
 }  // namespace lmrun::kernels

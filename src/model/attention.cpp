@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "core/parallel.h"
+#include "kernels/norm.h"
 #include "kernels/rope.h"
 
 namespace lmrun {
@@ -26,15 +26,12 @@ void Attention::finalize() {
 // Qwen3's q_norm / k_norm: RMSNorm over head_dim of every head, before RoPE.
 void Attention::normalize_heads(float* qkv, int64_t num_tokens) const {
     const int64_t head_dim = qkv_proj.head_dim();
-    const int64_t q_width = qkv_proj.num_heads() * head_dim;
-    const int64_t row_stride = qkv_proj.out_features();
-    parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
-        for (int64_t t = begin; t < end; ++t) {
-            float* row = qkv + t * row_stride;
-            q_norm->forward(row, qkv_proj.num_heads(), row);
-            k_norm->forward(row + q_width, qkv_proj.num_kv_heads(), row + q_width);
-        }
-    });
+    const int64_t stride = qkv_proj.out_features();
+    float* k = qkv + qkv_proj.num_heads() * head_dim;
+    kernels::rms_norm_heads(qkv, num_tokens, qkv_proj.num_heads(), head_dim, stride, q_norm->weight(),
+                            q_norm->eps());
+    kernels::rms_norm_heads(k, num_tokens, qkv_proj.num_kv_heads(), head_dim, stride, k_norm->weight(),
+                            k_norm->eps());
 }
 
 void Attention::forward(const ForwardContext& context, const float* hidden, const kernels::KvCacheLayer& cache,

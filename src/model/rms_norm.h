@@ -17,6 +17,7 @@ public:
     void forward_add(float* x, float* residual, int64_t num_rows) const;
     int64_t dim() const { return dim_; }
     const float* weight() const { return weight_.data<float>(); }
+    float eps() const { return eps_; }
 
 private:
     int64_t dim_;

@@ -1,0 +1,178 @@
+#include "kernels/attention.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/check.h"
+#include "core/parallel.h"
+#include "kernels/attention_tile.h"
+
+namespace lmrun::kernels {
+namespace {
+
+// Per-thread scratch, grown once to the largest head_dim seen; no allocation afterwards.
+float* thread_scratch(int64_t num_floats) {
+    thread_local std::vector<float> scratch;
+    if (int64_t(scratch.size()) < num_floats) scratch.resize(size_t(num_floats));
+    return scratch.data();
+}
+
+// Split-K partial results, owned by the calling thread and grown once, like the scratch.
+float* partial_buffer(int64_t num_floats) {
+    thread_local std::vector<float> partials;
+    if (int64_t(partials.size()) < num_floats) partials.resize(size_t(num_floats));
+    return partials.data();
+}
+
+// tile_starts[s] = index of sequence s's first query tile; tile_starts[num_seqs] = total tiles.
+// Grown once per thread, like the scratch.
+const std::vector<int64_t>& plan_tiles(const AttentionArgs& a, int64_t num_seqs,
+                                       int64_t tokens_per_tile) {
+    thread_local std::vector<int64_t> tile_starts;
+    if (int64_t(tile_starts.size()) < num_seqs + 1) tile_starts.resize(size_t(num_seqs + 1));
+    tile_starts[0] = 0;
+    for (int64_t s = 0; s < num_seqs; ++s) {
+        int64_t q_len = a.cu_seqlens_q[s + 1] - a.cu_seqlens_q[s];
+        tile_starts[s + 1] = tile_starts[s] + (q_len + tokens_per_tile - 1) / tokens_per_tile;
+    }
+    return tile_starts;
+}
+
+}  // namespace
+
+void store_kvcache(const float* k, const float* v, int64_t token_stride, int64_t num_tokens,
+                   const int32_t* slot_mapping, const KvCacheLayer& cache) {
+    const int64_t row = cache.num_kv_heads * cache.head_dim;
+    parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+            int64_t slot = slot_mapping[i];
+            if (slot < 0) continue;
+            LMRUN_CHECK(slot < cache.num_blocks * cache.block_size, "slot %ld out of range", long(slot));
+            for (auto [src, dst] : {std::pair{k, cache.k}, std::pair{v, cache.v}}) {
+                const float* from = src + i * token_stride;
+                if (cache.dtype == DType::F32) {
+                    std::copy(from, from + row, static_cast<float*>(dst) + slot * row);
+                } else {
+                    convert_from_f32(from, static_cast<uint16_t*>(dst) + slot * row, DType::BF16,
+                                     size_t(row));
+                }
+            }
+        }
+    });
+}
+
+namespace {
+
+// Split-K for few, long work items (decode of one or two sequences): each item's key range is
+// cut into `splits` parts computed in parallel, then merged. Many items need no split.
+int64_t choose_key_splits(const AttentionArgs& a, int64_t num_seqs, int64_t num_items) {
+    const int64_t threads = num_threads();
+    if (num_items == 0 || num_items >= 2 * threads) return 1;
+    int64_t max_keys = 0;
+    for (int64_t s = 0; s < num_seqs; ++s) max_keys = std::max<int64_t>(max_keys, a.context_lens[s]);
+    int64_t wanted = (2 * threads + num_items - 1) / num_items;
+    return std::max<int64_t>(1, std::min(wanted, max_keys / kMinKeysPerSplit));
+}
+
+// Combines the splits' (o, m, l) of one tile: out = Σ o_s e^(m_s - M) / Σ l_s e^(m_s - M).
+void merge_splits(const AttentionArgs& a, const AttentionTile& tile, const float* partials,
+                  int64_t splits) {
+    const int64_t head_dim = a.cache.head_dim;
+    const int64_t group = a.num_heads / a.cache.num_kv_heads;
+    const int64_t stride = attention_partial_floats(head_dim);
+    const int64_t m_at = kTileRows * head_dim, l_at = m_at + kTileRows;
+    for (int64_t row = 0; row < tile.num_tokens * group; ++row) {
+        float max = -INFINITY;
+        for (int64_t s = 0; s < splits; ++s) max = std::max(max, partials[s * stride + m_at + row]);
+        int64_t token = a.cu_seqlens_q[tile.seq] + tile.token_begin + row / group;
+        int64_t head = tile.kv_head * group + row % group;
+        float* out = a.out + (token * a.num_heads + head) * head_dim;
+        std::fill(out, out + head_dim, 0.0f);
+        float total = 0.0f;
+        for (int64_t s = 0; s < splits; ++s) {
+            const float* p = partials + s * stride;
+            if (p[l_at + row] == 0.0f) continue;  // no visible key in this split
+            float weight = std::exp(p[m_at + row] - max);
+            total += p[l_at + row] * weight;
+            for (int64_t d = 0; d < head_dim; ++d) out[d] += p[row * head_dim + d] * weight;
+        }
+        for (int64_t d = 0; d < head_dim; ++d) out[d] /= total;
+    }
+}
+
+}  // namespace
+
+void paged_attention_for_isa(Isa isa, const AttentionArgs& a, int64_t num_seqs) {
+    const KvCacheLayer& cache = a.cache;
+    LMRUN_CHECK(cache.num_kv_heads > 0 && a.num_heads % cache.num_kv_heads == 0,
+                "num_heads %ld is not a multiple of num_kv_heads %ld", long(a.num_heads),
+                long(cache.num_kv_heads));
+    LMRUN_CHECK(cache.head_dim <= kMaxHeadDim, "head_dim %ld too large", long(cache.head_dim));
+    LMRUN_CHECK(cache.dtype == DType::F32 || cache.dtype == DType::BF16, "KV cache must be F32 or BF16");
+    const int64_t group = a.num_heads / cache.num_kv_heads;
+    LMRUN_CHECK(group <= kTileRows, "GQA group %ld too large", long(group));
+    const int64_t tokens_per_tile = kTileRows / group;
+    const std::vector<int64_t>& tile_starts = plan_tiles(a, num_seqs, tokens_per_tile);
+    const int64_t num_items = tile_starts[num_seqs] * cache.num_kv_heads;
+    const int64_t splits = choose_key_splits(a, num_seqs, num_items);
+    float* partials = splits > 1 ? partial_buffer(num_items * splits * attention_partial_floats(cache.head_dim))
+                                 : nullptr;
+    const bool avx512 = isa >= Isa::Avx512 && attention_avx512_supports(cache.head_dim);
+    const int64_t scratch_floats = attention_scratch_floats(cache.head_dim);
+    auto tile_of = [&](int64_t item) {
+        int64_t tile_index = item / cache.num_kv_heads;
+        int64_t seq = std::upper_bound(tile_starts.begin(), tile_starts.begin() + num_seqs + 1,
+                                       tile_index) - tile_starts.begin() - 1;
+        int64_t q_len = a.cu_seqlens_q[seq + 1] - a.cu_seqlens_q[seq];
+        int64_t token_begin = (tile_index - tile_starts[seq]) * tokens_per_tile;
+        return AttentionTile{seq, item % cache.num_kv_heads, token_begin,
+                             std::min(tokens_per_tile, q_len - token_begin)};
+    };
+
+    // Dynamic schedule: tiles differ in cost (context length, causal position), and a long
+    // prefill is many tiles, so no thread is stuck with one sequence.
+#pragma omp parallel
+    {
+        float* scratch = thread_scratch(scratch_floats);
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t i = 0; i < num_items * splits; ++i) {
+            // Reverse order: the last tiles of a sequence see the most keys; start them first.
+            int64_t item = num_items - 1 - i / splits;
+            AttentionTile tile = tile_of(item);
+            if (splits > 1) {
+                int64_t split = i % splits;
+                int64_t q_len = a.cu_seqlens_q[tile.seq + 1] - a.cu_seqlens_q[tile.seq];
+                int64_t keys = a.context_lens[tile.seq] - q_len + tile.token_begin + tile.num_tokens;
+                tile.key_begin = keys * split / splits;
+                tile.key_end = keys * (split + 1) / splits;
+                tile.partial = partials + (item * splits + split) * attention_partial_floats(cache.head_dim);
+            }
+            if (avx512) {
+                attention_tile_avx512(a, tile, scratch);
+            } else {
+                attention_tile_avx2(a, tile, scratch);
+            }
+        }
+        if (splits > 1) {
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t item = 0; item < num_items; ++item) {
+                merge_splits(a, tile_of(item),
+                             partials + item * splits * attention_partial_floats(cache.head_dim), splits);
+            }
+        }
+    }
+}
+
+void paged_attention(const float* q, int64_t q_token_stride, int64_t num_seqs,
+                     const int32_t* cu_seqlens_q, const int32_t* context_lens,
+                     const int32_t* block_tables, int64_t max_blocks_per_seq,
+                     const KvCacheLayer& cache, int64_t num_heads, float scale, float* out) {
+    AttentionArgs args{q, q_token_stride, cu_seqlens_q, context_lens, block_tables,
+                       max_blocks_per_seq, cache, num_heads, scale, out};
+    paged_attention_for_isa(kernel_isa(), args, num_seqs);
+}
+
+}  // namespace lmrun::kernels

@@ -1,0 +1,48 @@
+// Paged KV cache writes and causal attention over it (nano-vLLM's store_kvcache and
+// flash_attn_with_kvcache, CPU). Layouts:
+//   cache k, v: [num_blocks, block_size, num_kv_heads, head_dim], F32 or BF16;
+//               token slot = block_id * block_size + offset.
+//   q:   [num_tokens, num_heads, head_dim], row stride q_token_stride floats (may sit in a qkv buffer)
+//   out: [num_tokens, num_heads, head_dim] contiguous F32.
+//   block_tables: [num_seqs, max_blocks_per_seq] int32; row s lists sequence s's blocks in order.
+// GQA: query head h reads kv head h / (num_heads / num_kv_heads). Softmax and accumulation in F32.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace lmrun::kernels {
+
+// One layer's paged KV cache.
+struct KvCacheLayer {
+    void* k = nullptr;
+    void* v = nullptr;
+    DType dtype = DType::F32;
+    int64_t num_blocks = 0, block_size = 0, num_kv_heads = 0, head_dim = 0;
+};
+
+// Writes K/V of num_tokens new tokens into their slots. k, v: [num_tokens, num_kv_heads, head_dim]
+// with row stride token_stride floats. slot_mapping[i] < 0 means skip (padding).
+void store_kvcache(const float* k, const float* v, int64_t token_stride, int64_t num_tokens,
+                   const int32_t* slot_mapping, const KvCacheLayer& cache);
+
+// Causal attention for a batch of sequences whose new tokens' K/V are already stored.
+// Sequence s has q_len = cu_seqlens_q[s+1] - cu_seqlens_q[s] queries (1 for decode, a chunk for
+// prefill); context_lens[s] counts all its keys including the new ones; its query i sits at
+// position context_lens[s] - q_len + i and attends to keys [0, that position].
+// Work is split over threads by (sequence, kv head, query tile) and, when that gives fewer items
+// than 2x threads (decode of few sequences), also by key range (split-K, merged afterwards).
+// No heap allocation after the first calls (per-thread scratch is grown once).
+void paged_attention(const float* q, int64_t q_token_stride, int64_t num_seqs,
+                     const int32_t* cu_seqlens_q, const int32_t* context_lens,
+                     const int32_t* block_tables, int64_t max_blocks_per_seq,
+                     const KvCacheLayer& cache, int64_t num_heads, float scale, float* out);
+// Scalar twin: exact softmax in double, one query head at a time.
+void paged_attention_reference(const float* q, int64_t q_token_stride, int64_t num_seqs,
+                               const int32_t* cu_seqlens_q, const int32_t* context_lens,
+                               const int32_t* block_tables, int64_t max_blocks_per_seq,
+                               const KvCacheLayer& cache, int64_t num_heads, float scale,
+                               float* out);
+
+}  // namespace lmrun::kernels

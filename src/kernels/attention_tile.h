@@ -1,0 +1,59 @@
+// Internal to paged attention: the work item (one query tile of one sequence and one KV head:
+// every query head of that KV head's GQA group, for up to kTileRows (token, head) rows) and the
+// per-ISA tile functions. attention.cpp schedules the tiles over threads and owns the scratch.
+#pragma once
+
+#include <cstdint>
+#include <climits>
+
+#include "core/cpu_features.h"
+#include "kernels/attention.h"
+
+namespace lmrun::kernels {
+
+inline constexpr int64_t kTileRows = 64;     // (token, head) rows per work item
+inline constexpr int64_t kKeyChunk = 16;     // keys scored together (one 16-lane vector)
+inline constexpr int64_t kMaxHeadDim = 256;  // largest head_dim the scratch is sized for
+
+struct AttentionArgs {
+    const float* q;
+    int64_t q_token_stride;
+    const int32_t* cu_seqlens_q;
+    const int32_t* context_lens;
+    const int32_t* block_tables;
+    int64_t max_blocks_per_seq;
+    KvCacheLayer cache;
+    int64_t num_heads;
+    float scale;
+    float* out;
+};
+
+inline constexpr int64_t kMinKeysPerSplit = 256;  // smallest key range worth its own work item
+
+// Keys [key_begin, key_end) of the tile's causal range (clipped to it). With `partial` set the
+// tile stores its unnormalised state instead of the output: o [kTileRows, head_dim], then
+// m [kTileRows], then l [kTileRows] (attention_partial_floats), merged later over the splits.
+struct AttentionTile {
+    int64_t seq, kv_head, token_begin, num_tokens;
+    int64_t key_begin = 0;
+    int64_t key_end = INT64_MAX;
+    float* partial = nullptr;
+};
+
+inline int64_t attention_partial_floats(int64_t head_dim) { return kTileRows * (head_dim + 2); }
+
+// Floats of per-thread scratch a tile function needs.
+inline int64_t attention_scratch_floats(int64_t head_dim) {
+    return 2 * kTileRows * head_dim + 2 * kTileRows + head_dim + kKeyChunk * head_dim +
+           kTileRows * kKeyChunk;
+}
+
+void attention_tile_avx2(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
+// head_dim is specialised at compile time for AVX-512 (16, 32, 64, 128, 256); others use AVX2.
+bool attention_avx512_supports(int64_t head_dim);
+void attention_tile_avx512(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
+
+// paged_attention with the tile functions of a given ISA level (tests cover each level).
+void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seqs);
+
+}  // namespace lmrun::kernels

@@ -1,0 +1,161 @@
+// Internal: the ISA-independent body of one attention tile, instantiated by each ISA's
+// translation unit with its vector Ops (anonymous namespace so the AVX-512 instantiation can
+// never replace the AVX2 one at link time).
+//
+// Flash-attention style online softmax: keys are walked in chunks of ≤ kKeyChunk inside one
+// cache block; each chunk's K/V rows are loaded (BF16 widened to F32) once and used by every
+// (token, head) row of the tile, i.e. by the whole GQA group. Per row we keep the running max
+// m, the running sum l and the unnormalised output o, rescaled when m grows.
+#pragma once
+
+#include <math.h>
+
+#include <limits>
+
+#include "kernels/attention_tile.h"
+
+namespace lmrun::kernels {
+namespace {
+
+// Local min/max instead of <algorithm>: a std:: template instantiated here with AVX-512 flags
+// is a shared (COMDAT) symbol the linker could hand to AVX2 callers.
+inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+inline float max_f32(float a, float b) { return a > b ? a : b; }
+
+inline constexpr int64_t kPrefetchKeys = 16;  // prefetch the chunk after this one (32, 64: no gain measured)
+
+struct TileRows {
+    float* q;  // [rows, head_dim], pre-multiplied by scale
+    float* o;  // [rows, head_dim]
+    float* m;
+    float* l;
+    float* k_row;    // [head_dim]: one key widened to F32 (paths that cannot keep it in registers)
+    float* v_chunk;  // [kKeyChunk, head_dim] when the cache is BF16
+    float* scores;   // [rows, kKeyChunk]
+};
+
+inline TileRows carve_scratch(float* scratch, int64_t head_dim) {
+    TileRows t;
+    t.q = scratch;
+    t.o = t.q + kTileRows * head_dim;
+    t.m = t.o + kTileRows * head_dim;
+    t.l = t.m + kTileRows;
+    t.k_row = t.l + kTileRows;
+    t.v_chunk = t.k_row + head_dim;
+    t.scores = t.v_chunk + kKeyChunk * head_dim;
+    return t;
+}
+
+// One kv head's rows are short (head_dim elements) and num_kv_heads rows apart, which defeats the
+// hardware prefetcher: fetch the next chunk's K and V rows while this chunk is computed
+// (decode, 1k context, d=128 BF16 cache, one thread: 1.65 → 1.2 ms per layer, wall clock).
+inline void prefetch_chunk(const KvCacheLayer& cache, int64_t slot, int64_t kv_head, int64_t count,
+                           int64_t row_bytes) {
+    const int64_t stride_bytes = cache.num_kv_heads * row_bytes;
+    const int64_t first = (slot * cache.num_kv_heads + kv_head) * row_bytes;
+    for (const void* base : {static_cast<const void*>(cache.k), static_cast<const void*>(cache.v)}) {
+        const char* row = static_cast<const char*>(base) + first;
+        for (int64_t j = 0; j < count; ++j, row += stride_bytes)
+            for (int64_t line = 0; line < row_bytes; line += 64) __builtin_prefetch(row + line);
+    }
+}
+
+// Points at `count` consecutive keys (or values) of one kv head, as F32 rows; returns the stride.
+template <typename Ops>
+int64_t chunk_rows(const Ops& ops, const void* base, const KvCacheLayer& cache, int64_t slot,
+                   int64_t kv_head, int64_t count, float* buffer, const float** rows) {
+    int64_t head_dim = ops.head_dim();
+    int64_t stride = cache.num_kv_heads * head_dim;
+    int64_t first = (slot * cache.num_kv_heads + kv_head) * head_dim;
+    if (cache.dtype == DType::F32) {
+        *rows = static_cast<const float*>(base) + first;
+        return stride;
+    }
+    const uint16_t* src = static_cast<const uint16_t*>(base) + first;
+    for (int64_t j = 0; j < count; ++j) ops.widen_bf16(src + j * stride, buffer + j * head_dim);
+    *rows = buffer;
+    return head_dim;
+}
+
+// Online-softmax update of one row with the scores of its visible keys in this chunk.
+template <typename Ops>
+void attend_chunk(const Ops& ops, const TileRows& t, int64_t row, int64_t num_keys,
+                  const float* values, int64_t value_stride) {
+    const int64_t head_dim = ops.head_dim();
+    float* o = t.o + row * head_dim;
+    float* scores = t.scores + row * kKeyChunk;
+    float m_new = t.m[row];
+    for (int64_t j = 0; j < num_keys; ++j) m_new = max_f32(m_new, scores[j]);
+    if (m_new > t.m[row] && t.l[row] > 0.0f) {
+        float correction = expf(t.m[row] - m_new);
+        t.l[row] *= correction;
+        ops.scale(o, correction);
+    }
+    t.m[row] = m_new;
+    t.l[row] += ops.exp_and_sum(scores, num_keys, m_new);
+    ops.accumulate(o, scores, num_keys, values, value_stride);
+}
+
+template <typename Ops>
+void attention_tile(const Ops& ops, const AttentionArgs& a, const AttentionTile& w, float* scratch) {
+    const int64_t head_dim = ops.head_dim();
+    const KvCacheLayer& cache = a.cache;
+    const int64_t group = a.num_heads / cache.num_kv_heads;
+    const int64_t q_begin = a.cu_seqlens_q[w.seq];
+    const int64_t q_len = a.cu_seqlens_q[w.seq + 1] - q_begin;
+    const int64_t first_pos = a.context_lens[w.seq] - q_len + w.token_begin;
+    const int64_t num_rows = w.num_tokens * group;
+    TileRows t = carve_scratch(scratch, head_dim);
+    for (int64_t row = 0; row < num_rows; ++row) {
+        int64_t token = q_begin + w.token_begin + row / group;
+        int64_t head = w.kv_head * group + row % group;
+        ops.copy_scaled(a.q + token * a.q_token_stride + head * head_dim, a.scale,
+                        t.q + row * head_dim);
+        for (int64_t d = 0; d < head_dim; ++d) t.o[row * head_dim + d] = 0.0f;
+        t.m[row] = -std::numeric_limits<float>::infinity();
+        t.l[row] = 0.0f;
+    }
+    const int32_t* blocks = a.block_tables + w.seq * a.max_blocks_per_seq;
+    const int64_t num_keys = min_i64(first_pos + w.num_tokens, w.key_end);  // ≤ last query position
+    const int64_t row_bytes = head_dim * int64_t(dtype_size_bytes(cache.dtype));
+    for (int64_t key0 = w.key_begin; key0 < num_keys;) {
+        int64_t offset = key0 % cache.block_size;
+        int64_t count = min_i64(min_i64(kKeyChunk, cache.block_size - offset), num_keys - key0);
+        int64_t slot = int64_t(blocks[key0 / cache.block_size]) * cache.block_size + offset;
+        int64_t next = key0 + kPrefetchKeys;
+        if (next < num_keys) {
+            int64_t next_slot = int64_t(blocks[next / cache.block_size]) * cache.block_size + next % cache.block_size;
+            int64_t next_count = min_i64(min_i64(kKeyChunk, cache.block_size - next % cache.block_size), num_keys - next);
+            prefetch_chunk(cache, next_slot, w.kv_head, next_count, row_bytes);
+        }
+        // Scores of every row against every key of the chunk, each key loaded (and widened) once.
+        int64_t key_offset = (slot * cache.num_kv_heads + w.kv_head) * head_dim;
+        ops.score_rows(t, num_rows, cache.k, cache.dtype, key_offset, cache.num_kv_heads * head_dim, count);
+        const float* values;
+        int64_t value_stride = chunk_rows(ops, cache.v, cache, slot, w.kv_head, count, t.v_chunk, &values);
+        for (int64_t row = 0; row < num_rows; ++row) {
+            // Causal mask: the visible keys of this chunk are a prefix of it.
+            int64_t visible = min_i64(count, first_pos + row / group - key0 + 1);
+            if (visible > 0) attend_chunk(ops, t, row, visible, values, value_stride);
+        }
+        key0 += count;
+    }
+    if (w.partial) {
+        float* partial = w.partial;
+        for (int64_t i = 0; i < num_rows * head_dim; ++i) partial[i] = t.o[i];
+        for (int64_t row = 0; row < num_rows; ++row) {
+            partial[kTileRows * head_dim + row] = t.m[row];
+            partial[kTileRows * head_dim + kTileRows + row] = t.l[row];
+        }
+        return;
+    }
+    for (int64_t row = 0; row < num_rows; ++row) {
+        int64_t token = q_begin + w.token_begin + row / group;
+        int64_t head = w.kv_head * group + row % group;
+        ops.copy_scaled(t.o + row * head_dim, 1.0f / t.l[row],
+                        a.out + (token * a.num_heads + head) * head_dim);
+    }
+}
+
+}  // namespace
+}  // namespace lmrun::kernels

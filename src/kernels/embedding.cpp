@@ -1,0 +1,24 @@
+#include "kernels/embedding.h"
+
+#include "core/check.h"
+#include "core/parallel.h"
+
+namespace lmrun::kernels {
+
+void embedding_lookup(const int32_t* token_ids, int64_t num_tokens, const void* table,
+                      DType table_dtype, int64_t dim, float* out) {
+    LMRUN_CHECK(table_dtype == DType::F32 || table_dtype == DType::BF16 || table_dtype == DType::F16,
+                "embedding table must be a float type");
+    const size_t row_bytes = size_t(dim) * dtype_size_bytes(table_dtype);
+    auto copy_rows = [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) {
+            LMRUN_CHECK(token_ids[t] >= 0, "negative token id %d", token_ids[t]);
+            const char* row = static_cast<const char*>(table) + size_t(token_ids[t]) * row_bytes;
+            convert_to_f32(row, table_dtype, out + t * dim, size_t(dim));
+        }
+    };
+    if (num_tokens * dim < (1 << 16)) return copy_rows(0, num_tokens);
+    parallel_for(num_tokens, copy_rows);
+}
+
+}  // namespace lmrun::kernels

@@ -1,0 +1,14 @@
+// Embedding lookup: rows of a [vocab, dim] table (F32 or BF16) → F32 out [num_tokens, dim].
+// Token ids must be in [0, vocab) (the tokenizer and engine produce them; checked there).
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace lmrun::kernels {
+
+void embedding_lookup(const int32_t* token_ids, int64_t num_tokens, const void* table,
+                      DType table_dtype, int64_t dim, float* out);
+
+}  // namespace lmrun::kernels

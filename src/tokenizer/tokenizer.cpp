@@ -1,0 +1,224 @@
+#include "tokenizer/tokenizer.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/logging.h"
+#include "core/timer.h"
+#include "tokenizer/tokenizer_json.h"
+#include "tokenizer/unicode.h"
+
+namespace lmrun {
+
+namespace {
+
+Result<nlohmann::json> read_json(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return make_error("{}: cannot open file", path);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    nlohmann::json parsed = nlohmann::json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_discarded()) return make_error("{}: malformed JSON", path);
+    return parsed;
+}
+
+// tokenizer_config stores special tokens as a string or as {"content": ...}.
+std::optional<std::string> config_token(const nlohmann::json& config, const char* key) {
+    if (!config.contains(key)) return std::nullopt;
+    const auto& value = config[key];
+    if (value.is_string()) return value.get<std::string>();
+    if (value.is_object() && value.contains("content") && value["content"].is_string()) {
+        return value["content"].get<std::string>();
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::from_file(const std::string& tokenizer_json_path) {
+    Stopwatch stopwatch;
+    LMRUN_ASSIGN_OR_RETURN(TokenizerJson tokenizer_json, read_tokenizer_json(tokenizer_json_path));
+    nlohmann::json config = nlohmann::json::object();
+    const auto config_path =
+        std::filesystem::path(tokenizer_json_path).parent_path() / "tokenizer_config.json";
+    if (std::filesystem::exists(config_path)) {
+        LMRUN_ASSIGN_OR_RETURN(config, read_json(config_path.string()));
+    }
+    std::optional<BpeTables> tables;
+    if (tokenizer_json.has_tables) tables = std::move(tokenizer_json.tables);
+    auto tokenizer = build(tokenizer_json.spec, std::move(tables), std::move(config), tokenizer_json_path);
+    if (tokenizer.ok()) {
+        log_debug("loaded tokenizer {} ({} ids) in {:.0f} ms", tokenizer_json_path,
+                  tokenizer.value()->vocab_size(), stopwatch.elapsed_seconds() * 1e3);
+    }
+    return tokenizer;
+}
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::from_dir(const std::string& dir) {
+    return from_file((std::filesystem::path(dir) / "tokenizer.json").string());
+}
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json(const nlohmann::json& spec, nlohmann::json config,
+                                                        const std::string& source) {
+    return build(spec, std::nullopt, std::move(config), source);
+}
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::build(const nlohmann::json& spec,
+                                                    std::optional<BpeTables> tables, nlohmann::json config,
+                                                    const std::string& source) {
+    if (!spec.is_object()) return make_error("{}: top level is not a JSON object", source);
+    if (!config.is_object()) return make_error("{}: tokenizer_config.json is not a JSON object", source);
+    std::unique_ptr<Tokenizer> tokenizer(new Tokenizer());
+    auto with_source = [&source](const Error& error) { return make_error("{}: {}", source, error.message); };
+    // nlohmann throws on type mismatches inside malformed sections; keep that
+    // from crossing the library boundary.
+    try {
+        auto null_or = [&spec](const char* key) { return spec.contains(key) ? spec[key] : nlohmann::json(); };
+        auto model = tables ? BpeModel::build(null_or("model"), std::move(*tables))
+                            : BpeModel::from_json(null_or("model"));
+        if (!model.ok()) return with_source(model.error());
+        tokenizer->model_ = std::move(model).value();
+        auto added = AddedVocabulary::from_json(null_or("added_tokens"));
+        if (!added.ok()) return with_source(added.error());
+        tokenizer->added_ = std::move(added).value();
+        auto normalizer = Normalizer::from_json(null_or("normalizer"));
+        if (!normalizer.ok()) return with_source(normalizer.error());
+        tokenizer->normalizer_ = std::move(normalizer).value();
+        auto pre_tokenizer = PreTokenizer::from_json(null_or("pre_tokenizer"));
+        if (!pre_tokenizer.ok()) return with_source(pre_tokenizer.error());
+        tokenizer->pre_tokenizer_ = std::move(pre_tokenizer).value();
+        auto post_processor = PostProcessor::from_json(null_or("post_processor"));
+        if (!post_processor.ok()) return with_source(post_processor.error());
+        tokenizer->post_processor_ = std::move(post_processor).value();
+        auto decoder = Decoder::from_json(null_or("decoder"));
+        if (!decoder.ok()) return with_source(decoder.error());
+        tokenizer->decoder_ = std::move(decoder).value();
+        tokenizer->config_ = std::move(config);
+        const Normalizer& normalizer_ref = tokenizer->normalizer_;
+        tokenizer->added_.normalize_contents(
+            [&](const std::string& s) { return normalizer_ref.normalize(s); });
+        auto status = tokenizer->configure_special_tokens();
+        if (!status.ok()) return with_source(status.error());
+    } catch (const nlohmann::json::exception& e) {
+        return make_error("{}: invalid tokenizer definition: {}", source, e.what());
+    }
+    return tokenizer;
+}
+
+Status Tokenizer::configure_special_tokens() {
+    auto lookup = [this](const char* key, std::optional<int32_t>& id) -> Status {
+        const auto token = config_token(config_, key);
+        if (!token) return ok_status();
+        id = token_to_id(*token);
+        if (!id) return make_error("tokenizer_config {} '{}' is not in the vocabulary", key, *token);
+        return ok_status();
+    };
+    LMRUN_RETURN_IF_ERROR(lookup("bos_token", bos_token_id_));
+    LMRUN_RETURN_IF_ERROR(lookup("eos_token", eos_token_id_));
+    LMRUN_RETURN_IF_ERROR(lookup("pad_token", pad_token_id_));
+    // Without a post-processor, transformers adds BOS/EOS per tokenizer_config.
+    if (!post_processor_.is_defined()) {
+        std::vector<int32_t> prefix, suffix;
+        if (config_.value("add_bos_token", false) && bos_token_id_) prefix.push_back(*bos_token_id_);
+        if (config_.value("add_eos_token", false) && eos_token_id_) suffix.push_back(*eos_token_id_);
+        post_processor_.set_ids(std::move(prefix), std::move(suffix));
+    }
+    return ok_status();
+}
+
+void Tokenizer::encode_normalized(std::string_view normalized, bool at_input_start,
+                                  std::vector<int32_t>& ids) const {
+    for (const std::string& piece : pre_tokenizer_.pre_tokenize(normalized, at_input_start)) {
+        model_.encode_piece(piece, ids);
+    }
+}
+
+void Tokenizer::encode_text(std::string_view text, bool at_input_start, std::vector<int32_t>& ids) const {
+    const std::string normalized = normalizer_.normalize(text);
+    if (!added_.has_normalized_tokens()) {
+        encode_normalized(normalized, at_input_start, ids);
+        return;
+    }
+    bool first = true;
+    for (const TextSplit& split : added_.split(normalized, /*normalized=*/true)) {
+        if (split.token_id) {
+            ids.push_back(*split.token_id);
+        } else {
+            encode_normalized(split.text, at_input_start && first, ids);
+        }
+        first = false;
+    }
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+    std::string repaired;
+    if (!unicode::is_valid_utf8(text)) {
+        repaired = unicode::utf8_lossy(text);
+        text = repaired;
+    }
+    std::vector<int32_t> ids;
+    ids.reserve(text.size() / 3 + 4);
+    const std::vector<TextSplit> splits = added_.split(text, /*normalized=*/false);
+    for (size_t i = 0; i < splits.size(); ++i) {
+        if (splits[i].token_id) {
+            ids.push_back(*splits[i].token_id);
+        } else {
+            encode_text(splits[i].text, /*at_input_start=*/i == 0, ids);
+        }
+    }
+    if (add_special_tokens) post_processor_.apply(ids);
+    return ids;
+}
+
+const std::string* Tokenizer::token_string(int32_t id) const {
+    if (const AddedToken* added = added_.find_by_id(id)) return &added->content;
+    return model_.id_to_token(id);
+}
+
+bool Tokenizer::decodes_to_token(int32_t id, bool skip_special_tokens) const {
+    if (token_string(id) == nullptr) return false;
+    return !(skip_special_tokens && is_special(id));
+}
+
+bool Tokenizer::is_fallback_byte(int32_t id) const {
+    const std::string* token = token_string(id);
+    return token != nullptr && added_.find_by_id(id) == nullptr && decoder_.is_fallback_byte(*token);
+}
+
+std::string Tokenizer::decode_chunk(std::span<const int32_t> ids, bool skip_special_tokens,
+                                    bool at_sequence_start) const {
+    std::vector<std::string> tokens;
+    tokens.reserve(ids.size());
+    for (int32_t id : ids) {
+        if (decodes_to_token(id, skip_special_tokens)) tokens.push_back(*token_string(id));
+    }
+    return decoder_.decode(std::move(tokens), at_sequence_start);
+}
+
+std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
+    return decode_chunk(ids, skip_special_tokens, /*at_sequence_start=*/true);
+}
+
+int32_t Tokenizer::vocab_size() const {
+    int32_t size = model_.num_ids();
+    for (const AddedToken& token : added_.tokens()) size = std::max(size, token.id + 1);
+    return size;
+}
+
+std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
+    if (const auto id = added_.find_by_content(token)) return id;
+    return model_.token_to_id(token);
+}
+
+std::string Tokenizer::id_to_token(int32_t id) const {
+    const std::string* token = token_string(id);
+    return token ? *token : std::string();
+}
+
+bool Tokenizer::is_special(int32_t id) const {
+    const AddedToken* added = added_.find_by_id(id);
+    return added != nullptr && added->special;
+}
+
+}  // namespace lmrun

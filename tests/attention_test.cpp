@@ -1,0 +1,194 @@
+#include "kernels/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "kernels/attention_tile.h"
+
+namespace lmrun::kernels {
+namespace {
+
+struct SeqShape {
+    int32_t q_len, context_len;
+};
+
+struct Scenario {
+    int64_t head_dim, block_size, num_heads, num_kv_heads;
+    DType dtype;
+    std::vector<SeqShape> seqs;
+};
+
+std::string scenario_name(const Scenario& s) {
+    return std::string(dtype_name(s.dtype)) + "_d" + std::to_string(s.head_dim) + "_b" +
+           std::to_string(s.block_size) + "_h" + std::to_string(s.num_heads) + "_kv" +
+           std::to_string(s.num_kv_heads) + "_s" + std::to_string(s.seqs.size());
+}
+
+void PrintTo(const Scenario& s, std::ostream* os) { *os << scenario_name(s); }
+
+// A filled paged cache with shuffled block ids, the batch's metadata and its queries.
+struct Batch {
+    Scenario s;
+    std::vector<float> k_store, v_store;  // backing memory of the cache (as floats)
+    KvCacheLayer cache;
+    std::vector<int32_t> cu_seqlens_q, context_lens, block_tables;
+    int64_t max_blocks = 0, q_stride = 0, num_tokens = 0;
+    std::vector<float> q;
+};
+
+Batch make_batch(const Scenario& s, unsigned seed) {
+    Batch b;
+    b.s = s;
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    int64_t num_blocks = 0;
+    for (const SeqShape& seq : s.seqs) {
+        int64_t blocks = (seq.context_len + s.block_size - 1) / s.block_size;
+        b.max_blocks = std::max(b.max_blocks, blocks);
+        num_blocks += blocks;
+    }
+    num_blocks += 3;  // unused blocks in between
+    std::vector<int32_t> ids(static_cast<size_t>(num_blocks));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    int64_t row = s.num_kv_heads * s.head_dim;
+    size_t cache_floats = size_t(num_blocks * s.block_size * row);
+    // BF16 caches use half of the same backing store.
+    b.k_store.assign(cache_floats, NAN);
+    b.v_store.assign(cache_floats, NAN);
+    b.cache = {b.k_store.data(), b.v_store.data(), s.dtype, num_blocks, s.block_size, s.num_kv_heads, s.head_dim};
+    b.block_tables.assign(size_t(s.seqs.size() * b.max_blocks), -1);
+    b.cu_seqlens_q = {0};
+    size_t next_id = 0;
+    // K/V are stored through store_kvcache, as the engine does: token stride > row (a qkv buffer).
+    int64_t kv_stride = 2 * row + 5;
+    for (size_t i = 0; i < s.seqs.size(); ++i) {
+        const SeqShape& seq = s.seqs[i];
+        int64_t blocks = (seq.context_len + s.block_size - 1) / s.block_size;
+        for (int64_t j = 0; j < blocks; ++j) b.block_tables[i * b.max_blocks + j] = ids[next_id++];
+        std::vector<float> kv(size_t(seq.context_len * kv_stride));
+        for (float& x : kv) x = dist(rng);
+        std::vector<int32_t> slots(size_t(seq.context_len));
+        for (int32_t p = 0; p < seq.context_len; ++p)
+            slots[p] = b.block_tables[i * b.max_blocks + p / s.block_size] * int32_t(s.block_size) + p % int32_t(s.block_size);
+        store_kvcache(kv.data(), kv.data() + row, kv_stride, seq.context_len, slots.data(), b.cache);
+        b.cu_seqlens_q.push_back(b.cu_seqlens_q.back() + seq.q_len);
+        b.context_lens.push_back(seq.context_len);
+    }
+    b.num_tokens = b.cu_seqlens_q.back();
+    b.q_stride = s.num_heads * s.head_dim + 2 * row;  // q inside a packed qkv row
+    b.q.resize(size_t(b.num_tokens * b.q_stride));
+    for (float& x : b.q) x = dist(rng) * 2.0f;
+    return b;
+}
+
+void run(const Batch& b, Isa isa, bool reference, std::vector<float>& out) {
+    out.assign(size_t(b.num_tokens * b.s.num_heads * b.s.head_dim), NAN);
+    float scale = 1.0f / std::sqrt(float(b.s.head_dim));
+    int64_t num_seqs = int64_t(b.s.seqs.size());
+    if (reference) {
+        paged_attention_reference(b.q.data(), b.q_stride, num_seqs, b.cu_seqlens_q.data(), b.context_lens.data(),
+                                  b.block_tables.data(), b.max_blocks, b.cache, b.s.num_heads, scale, out.data());
+        return;
+    }
+    AttentionArgs args{b.q.data(), b.q_stride, b.cu_seqlens_q.data(), b.context_lens.data(),
+                       b.block_tables.data(), b.max_blocks, b.cache, b.s.num_heads, scale, out.data()};
+    paged_attention_for_isa(isa, args, num_seqs);
+}
+
+class PagedAttention : public ::testing::TestWithParam<Scenario> {};
+
+TEST_P(PagedAttention, EveryIsaMatchesReference) {
+    Batch b = make_batch(GetParam(), 42);
+    std::vector<float> want, got;
+    run(b, Isa::Avx2, true, want);
+    for (float x : want) ASSERT_TRUE(std::isfinite(x));
+    std::vector<Isa> isas = {Isa::Avx2};
+    if (kernel_isa() >= Isa::Avx512) isas.push_back(Isa::Avx512);
+    for (Isa isa : isas) {
+        run(b, isa, false, got);
+        for (size_t i = 0; i < want.size(); ++i)
+            ASSERT_NEAR(got[i], want[i], 2e-5) << isa_name(isa) << " at " << i;
+    }
+    // The public entry point (kernel_isa() dispatch) and a second call on warm scratch.
+    float scale = 1.0f / std::sqrt(float(b.s.head_dim));
+    for (int repeat = 0; repeat < 2; ++repeat) {
+        got.assign(want.size(), NAN);
+        paged_attention(b.q.data(), b.q_stride, int64_t(b.s.seqs.size()), b.cu_seqlens_q.data(),
+                        b.context_lens.data(), b.block_tables.data(), b.max_blocks, b.cache, b.s.num_heads,
+                        scale, got.data());
+        for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-5) << "dispatched at " << i;
+    }
+}
+
+std::vector<Scenario> scenarios() {
+    // Mixed batches: decode (q_len 1), whole prefill (q_len = context), chunked prefill with a
+    // cached prefix, sequences ending exactly on and just past block boundaries.
+    std::vector<SeqShape> mixed = {{1, 1}, {1, 37}, {5, 5}, {17, 40}, {1, 300}, {3, 16}, {70, 129}};
+    std::vector<Scenario> list;
+    for (DType dtype : {DType::F32, DType::BF16}) {
+        for (int64_t ratio : {1, 2, 4, 8}) list.push_back({128, 16, 8, 8 / ratio, dtype, mixed});
+        list.push_back({64, 256, 4, 2, dtype, mixed});
+        list.push_back({8, 16, 4, 1, dtype, mixed});   // stories260k-like
+        list.push_back({32, 16, 6, 3, dtype, mixed});
+        list.push_back({80, 16, 2, 1, dtype, {{1, 33}, {9, 20}}});  // no AVX-512 specialisation
+        list.push_back({17, 256, 3, 3, dtype, {{2, 2}, {1, 300}}});  // odd head_dim
+        list.push_back({256, 16, 4, 1, dtype, {{3, 50}}});
+    }
+    // Long contexts: 4k decode plus a chunk at the end of a 4k prompt.
+    list.push_back({128, 16, 16, 8, DType::BF16, {{1, 4096}, {4, 4000}}});
+    list.push_back({64, 256, 4, 4, DType::F32, {{1, 4096}, {2, 4097}}});
+    // Few work items with long key ranges: split-K (key range cut over threads, then merged);
+    // one work item always splits, whatever the thread count.
+    list.push_back({128, 16, 8, 1, DType::BF16, {{1, 3000}}});
+    list.push_back({64, 256, 4, 2, DType::F32, {{5, 1500}}});  // causal rows inside each split
+    list.push_back({32, 16, 2, 1, DType::F32, {{1, 600}}});
+    list.push_back({64, 16, 4, 1, DType::BF16, {{1, 2000}, {1, 1}}});  // some splits empty
+    // One long prefill must be split into many tiles (more work items than threads).
+    list.push_back({64, 16, 4, 1, DType::F32, {{300, 300}}});
+    return list;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, PagedAttention, ::testing::ValuesIn(scenarios()),
+                         [](const ::testing::TestParamInfo<Scenario>& info) {
+                             return scenario_name(info.param) + "_" + std::to_string(info.index);
+                         });
+
+TEST(StoreKvCache, WritesSlotsAndSkipsPadding) {
+    for (DType dtype : {DType::F32, DType::BF16}) {
+        int64_t num_blocks = 3, block_size = 4, heads = 2, dim = 3, row = heads * dim, stride = 10;
+        std::vector<float> k_mem(size_t(num_blocks * block_size * row), -7.0f), v_mem = k_mem;
+        KvCacheLayer cache{k_mem.data(), v_mem.data(), dtype, num_blocks, block_size, heads, dim};
+        std::vector<float> k(3 * stride), v(3 * stride);
+        for (size_t i = 0; i < k.size(); ++i) {
+            k[i] = 0.5f * float(i);
+            v[i] = -0.25f * float(i);
+        }
+        std::vector<int32_t> slots = {9, -1, 0};
+        store_kvcache(k.data(), v.data(), stride, 3, slots.data(), cache);
+        auto read = [&](const std::vector<float>& mem, int64_t index) {
+            if (dtype == DType::F32) return mem[index];
+            return bf16_to_f32(reinterpret_cast<const uint16_t*>(mem.data())[index]);
+        };
+        for (int64_t e = 0; e < row; ++e) {
+            EXPECT_EQ(read(k_mem, 9 * row + e), k[e]);
+            EXPECT_EQ(read(v_mem, 9 * row + e), v[e]);
+            EXPECT_EQ(read(k_mem, 0 * row + e), k[2 * stride + e]);
+            EXPECT_EQ(read(v_mem, 0 * row + e), v[2 * stride + e]);
+        }
+        // Every other slot is untouched (the padding token wrote nowhere).
+        for (int64_t slot = 1; slot < num_blocks * block_size; ++slot) {
+            if (slot == 9) continue;
+            for (int64_t e = 0; e < row; ++e) EXPECT_EQ(read(k_mem, slot * row + e), dtype == DType::F32 ? -7.0f : bf16_to_f32(reinterpret_cast<const uint16_t*>(k_mem.data())[slot * row + e])) << slot;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace lmrun::kernels

@@ -1,0 +1,54 @@
+// Normalizers: the SentencePiece-style Prepend + Replace sequence, Unicode forms,
+// and errors for unsupported types.
+#include "tokenizer/normalizer.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace lmrun {
+namespace {
+
+Normalizer make(const std::string& json) {
+    auto normalizer = Normalizer::from_json(nlohmann::json::parse(json));
+    EXPECT_TRUE(normalizer.ok()) << (normalizer.ok() ? "" : normalizer.error().message);
+    return std::move(normalizer).value();
+}
+
+TEST(Normalizer, PrependAndReplace) {
+    const Normalizer normalizer = make(R"({"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": "\u2581"},
+        {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]})");
+    EXPECT_EQ(normalizer.normalize(" a b"),
+              "\xE2\x96\x81\xE2\x96\x81"
+              "a\xE2\x96\x81"
+              "b");
+    EXPECT_EQ(normalizer.normalize(""), "");  // Prepend leaves empty text empty
+}
+
+TEST(Normalizer, UnicodeFormsLowercaseStrip) {
+    EXPECT_EQ(make(R"({"type": "NFC"})").normalize("e\xCC\x81"), "\xC3\xA9");
+    EXPECT_EQ(make(R"({"type": "NFKD"})").normalize("\xC2\xB2"), "2");  // SUPERSCRIPT TWO
+    EXPECT_EQ(make(R"({"type": "Lowercase"})").normalize("ABC"), "abc");
+    EXPECT_EQ(make(R"({"type": "Strip", "strip_left": true, "strip_right": false})").normalize(" \t a "),
+              "a ");
+    EXPECT_EQ(make(R"({"type": "Strip", "strip_left": true, "strip_right": true})")
+                  .normalize("\xE3\x80\x80"
+                             "a "),
+              "a");
+}
+
+TEST(Normalizer, NullIsIdentity) {
+    auto normalizer = Normalizer::from_json(nullptr);
+    ASSERT_TRUE(normalizer.ok());
+    EXPECT_TRUE(normalizer.value().empty());
+    EXPECT_EQ(normalizer.value().normalize(" x "), " x ");
+}
+
+TEST(Normalizer, UnsupportedTypeIsAnError) {
+    auto normalizer = Normalizer::from_json(nlohmann::json::parse(R"({"type": "Precompiled"})"));
+    ASSERT_FALSE(normalizer.ok());
+    EXPECT_NE(normalizer.error().message.find("Precompiled"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace lmrun

@@ -1,0 +1,120 @@
+// Kernel throughput on Qwen3-0.6B shapes: GB/s of the BF16/F32 GEMV (decode rows) and GFLOP/s
+// of the oneDNN matmul path (prefill rows), plus the GEMV-vs-oneDNN crossover and attention.
+// Usage: kernel_bench [--threads N] [--quick]
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/parallel.h"
+#include "core/timer.h"
+#include "kernels/attention.h"
+#include "kernels/linear.h"
+#include "kernels/linear_gemv.h"
+#include "kernels/linear_onednn.h"
+
+namespace {
+
+using namespace lmrun;
+using namespace lmrun::kernels;
+
+struct Shape {
+    const char* name;
+    int64_t out, in;
+};
+
+const Shape kShapes[] = {{"qkv", 4096, 1024}, {"o_proj", 1024, 2048}, {"gate_up", 6144, 1024},
+                         {"down", 1024, 3072}, {"lm_head", 151936, 1024}};
+
+template <typename Fn>
+double seconds_per_call(Fn&& fn, double budget_s = 0.3) {
+    fn();  // warm-up (primitive creation, page faults)
+    int64_t calls = 0;
+    lmrun::Stopwatch watch;
+    do {
+        fn();
+        ++calls;
+    } while (watch.elapsed_seconds() < budget_s);
+    return watch.elapsed_seconds() / double(calls);
+}
+
+LinearWeight make_weight(const Shape& s, DType storage, std::mt19937& rng) {
+    std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
+    std::vector<float> w(size_t(s.out * s.in));
+    for (float& v : w) v = dist(rng);
+    return LinearWeight::pack(w.data(), DType::F32, s.out, s.in, storage);
+}
+
+void bench_linear(DType storage, bool quick) {
+    std::mt19937 rng(1);
+    std::printf("\n== linear, %s weights ==\n", std::string(dtype_name(storage)).c_str());
+    std::printf("%-8s %6s  %10s %10s %10s  %10s\n", "shape", "rows", "gemv GB/s", "gemv ms", "onednn ms",
+                "GFLOP/s");
+    for (const Shape& s : kShapes) {
+        LinearWeight weight = make_weight(s, storage, rng);
+        std::vector<int64_t> rows_list = quick ? std::vector<int64_t>{1, 8, 128}
+                                               : std::vector<int64_t>{1, 2, 4, 8, 12, 16, 64, 512};
+        for (int64_t rows : rows_list) {
+            if (s.out > 100000 && rows > 64) continue;
+            std::vector<float> x(size_t(rows * s.in), 0.5f), y(size_t(rows * s.out));
+            auto gemv = kernel_isa() >= Isa::Avx512 ? linear_gemv_avx512 : linear_gemv_avx2;
+            double flops = 2.0 * double(rows) * double(s.out) * double(s.in);
+            double gemv_s = rows <= 16 ? seconds_per_call([&] { gemv(x.data(), rows, weight.packed(), nullptr, y.data()); }) : 0;
+            double dnnl_s = rows >= 4 ? seconds_per_call([&] {
+                linear_onednn(x.data(), rows, weight, nullptr, y.data());
+            }) : 0;
+            double best = gemv_s > 0 && (dnnl_s == 0 || gemv_s < dnnl_s) ? gemv_s : dnnl_s;
+            std::printf("%-8s %6ld  %10.1f %10.3f %10.3f  %10.1f\n", s.name, long(rows),
+                        gemv_s > 0 ? double(weight.nbytes()) / gemv_s / 1e9 : 0.0, gemv_s * 1e3,
+                        dnnl_s * 1e3, flops / best / 1e9);
+        }
+    }
+}
+
+void bench_attention(bool quick) {
+    // Qwen3-0.6B: 16 query heads, 8 kv heads, head_dim 128, BF16 cache, block 16.
+    std::printf("\n== paged attention (16 heads, 8 kv heads, d=128, BF16 cache) ==\n");
+    int64_t heads = 16, kv_heads = 8, dim = 128, block = 16;
+    for (auto [batch, q_len, context] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+             {1, 1, 1024}, {8, 1, 1024}, {1, 1, 4096}, {1, 512, 512}, {1, 2048, 2048}}) {
+        if (quick && q_len > 512) continue;
+        int64_t blocks_per_seq = (context + block - 1) / block;
+        int64_t num_blocks = batch * blocks_per_seq;
+        std::vector<uint16_t> k(size_t(num_blocks * block * kv_heads * dim), 0x3c00), v = k;
+        KvCacheLayer cache{k.data(), v.data(), DType::BF16, num_blocks, block, kv_heads, dim};
+        std::vector<int32_t> tables(static_cast<size_t>(num_blocks)), cu = {0}, lens;
+        for (int64_t i = 0; i < num_blocks; ++i) tables[i] = int32_t(i);
+        for (int64_t s = 0; s < batch; ++s) {
+            cu.push_back(int32_t(cu.back() + q_len));
+            lens.push_back(int32_t(context));
+        }
+        std::vector<float> q(size_t(batch * q_len * heads * dim), 0.01f), out(q.size());
+        double t = seconds_per_call([&] {
+            paged_attention(q.data(), heads * dim, batch, cu.data(), lens.data(), tables.data(), blocks_per_seq,
+                            cache, heads, 0.088f, out.data());
+        });
+        double kv_bytes = double(batch * context * kv_heads * dim * 2 * 2);
+        std::printf("batch %2ld q_len %4ld context %4ld: %8.3f ms  (KV read %.1f GB/s)\n", long(batch),
+                    long(q_len), long(context), t * 1e3, kv_bytes / t / 1e9);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int threads = 0;
+    bool quick = false;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
+        if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    }
+    lmrun::configure_threads(threads);
+    std::printf("isa %s, %d threads\n", lmrun::isa_name(lmrun::kernel_isa()).c_str(), lmrun::num_threads());
+    bench_linear(DType::BF16, quick);
+    bench_linear(DType::F32, quick);
+    bench_attention(quick);
+    return 0;
+}
