@@ -9,6 +9,7 @@
 //   bench_serve --base-url http://127.0.0.1:8000 --num-prompts 200 --max-concurrency 16
 //               --random-input-len 128 --random-output-len 128
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -262,13 +263,21 @@ void print_report(const Json& json) {
     row2("Request throughput (req/s):", json["request_throughput"]);
     row2("Output token throughput (tok/s):", json["output_throughput"]);
     row2("Total token throughput (tok/s):", json["total_token_throughput"]);
-    const std::pair<const char*, const char*> sections[] = {
-        {"Time to First Token", "ttft"}, {"Time per Output Token (excl. 1st token)", "tpot"}, {"Inter-token Latency", "itl"}};
-    for (const auto& [title, key] : sections) {
-        fmt::print("{:-^52}\n", std::string(" ") + title + " ");
-        row2(fmt::format("Mean {} (ms):", key).c_str(), json[fmt::format("mean_{}_ms", key)]);
-        row2(fmt::format("Median {} (ms):", key).c_str(), json[fmt::format("median_{}_ms", key)]);
-        row2(fmt::format("P99 {} (ms):", key).c_str(), json[fmt::format("p99_{}_ms", key)]);
+    struct Section {
+        const char* title;
+        const char* key;
+        const char* label;
+    };
+    const Section sections[] = {{"Time to First Token", "ttft", "TTFT"},
+                                {"Time per Output Token (excl. 1st token)", "tpot", "TPOT"},
+                                {"Inter-token Latency", "itl", "ITL"}};
+    for (const Section& section : sections) {
+        fmt::print("{:-^52}\n", std::string(" ") + section.title + " ");
+        for (const char* stat : {"mean", "median", "p99"}) {
+            std::string label = fmt::format("{} {} (ms):", stat, section.label);
+            label[0] = char(std::toupper(label[0]));
+            row2(label.c_str(), json[fmt::format("{}_{}_ms", stat, section.key)]);
+        }
     }
     fmt::print("{:=^52}\n", "");
 }
