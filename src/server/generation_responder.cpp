@@ -176,6 +176,8 @@ void respond_whole(EndpointContext& context, const GenerationPlan& plan, Request
     for (const RequestOutput& output : outputs) {
         for (const CompletionOutput& completion : output.outputs) {
             if (completion.finish_reason == FinishReason::Error) {
+                // Refused before it produced anything (e.g. the prompt cannot fit the KV cache): the input's fault.
+                if (completion.token_ids.empty()) return send_error(res, invalid_request(completion.error_message, "prompt"));
                 return send_error(res, internal_error(completion.error_message));
             }
             if (completion.finish_reason == FinishReason::Abort) {
