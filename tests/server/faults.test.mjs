@@ -94,3 +94,19 @@ test('SIGTERM: the in-flight stream finishes, new requests are refused, exit cod
   const { code } = await server.exited;
   assert.equal(code, 0);
 });
+
+test('a prompt that can never fit the KV cache is a 400, and the server goes on', async () => {
+  const server = await startServer(['--block-size', '16', '--kv-cache-memory', '0.0001']);  // 5 blocks = 80 tokens
+  try {
+    const prompt = [1, ...Array.from({ length: 200 }, (_, i) => 3 + i)];
+    const refused = await postJson(server.url, '/v1/completions', { prompt, max_tokens: 4 });
+    assert.equal(refused.status, 400, refused.text);
+    assert.equal(refused.json.error.param, 'prompt');
+    assert.match(refused.json.error.message, /KV/);
+    const fine = await postJson(server.url, '/v1/completions', { prompt: [1], max_tokens: 4 });
+    assert.equal(fine.status, 200);
+    assert.equal(fine.json.usage.completion_tokens, 4);
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});

@@ -1,12 +1,13 @@
 #include "server/openai_response.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace lmrun::server {
 namespace {
 
 // A fake vocabulary: token i is "t<i>", except 7 -> "é" (two UTF-8 bytes).
-std::string fake_token_text(int32_t id) { return id == 7 ? "\xc3\xa9" : "t" + std::to_string(id); }
+std::string fake_token_text(int32_t id) { return id == 7 ? std::string("\xc3\xa9") : fmt::format("t{}", id); }
 
 TokenLogprob entry(int32_t id, float logprob, std::vector<std::pair<int32_t, float>> top) {
     TokenLogprob result;
