@@ -21,8 +21,9 @@ export function storiesGoldens() {
 
 // Resolves once the server logs its port and /health answers 200.
 export async function startServer(extraArgs = [], { timeoutMs = 60000 } = {}) {
-  const args = ['serve', '--model', storiesDir, '--host', '127.0.0.1', '--port', '0',
-    '--threads', '1', '--kv-cache-memory', '0.25', ...extraArgs];
+  const defaults = extraArgs.includes('--kv-cache-memory') ? [] : ['--kv-cache-memory', '0.25'];
+  const args = ['serve', '--model', storiesDir, '--host', '127.0.0.1', '--port', '0', '--threads', '1',
+    ...defaults, ...extraArgs];
   const proc = spawn(lmrunBin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
@@ -36,7 +37,10 @@ export async function startServer(extraArgs = [], { timeoutMs = 60000 } = {}) {
         resolve(Number(match[1]));
       }
     });
-    exited.then(({ code }) => reject(new Error(`server exited with ${code}:\n${log}`)));
+    exited.then(({ code }) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code}:\n${log}`));
+    });
   });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 100; i++) {
