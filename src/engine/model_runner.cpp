@@ -108,6 +108,7 @@ ForwardContext ModelRunner::prepare_decode(std::span<const RunnerSequence> seqs,
     StepInputs& inputs = plan.inputs;
     const int64_t num_seqs = int64_t(seqs.size());
     ForwardContext context;
+    context.linear_path = LinearPath::AllocationFree;
     context.num_seqs = num_seqs;
     context.num_tokens = num_seqs;
     context.num_padded_tokens = plan.batch_size;
@@ -175,7 +176,7 @@ std::span<const SampleResult> ModelRunner::compute_and_sample(const ForwardConte
                                                               std::span<const int32_t> logit_rows) {
     model_->forward(context, cache.layers(), buffers_);
     if (logit_rows.empty()) return {};
-    model_->compute_logits(logit_rows, buffers_);
+    model_->compute_logits(logit_rows, buffers_, context.linear_path);
     int64_t num_sampled = 0;
     for (const RunnerSequence& seq : seqs) {
         if (seq.sample) sampling_inputs_[num_sampled++] = seq.sampling;

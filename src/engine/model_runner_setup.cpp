@@ -29,7 +29,8 @@ void ModelRunner::warm_up(const KvCache& cache) {
         ForwardContext decode = prepare_decode(seqs, plan);
         std::fill(plan.inputs.slot_mapping.begin(), plan.inputs.slot_mapping.end(), -1);
         model_->forward(decode, cache.layers(), buffers_);
-        model_->compute_logits(std::span<const int32_t>(plan.inputs.logit_rows.data(), plan.batch_size), buffers_);
+        model_->compute_logits(std::span<const int32_t>(plan.inputs.logit_rows.data(), plan.batch_size), buffers_,
+                               decode.linear_path);
     }
 }
 
