@@ -17,7 +17,7 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 
 if [ "${LMRUN_SKIP_SANITIZERS:-0}" != 1 ]; then
     cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLMRUN_SANITIZE=ON >/dev/null
-    cmake --build build-asan -j "$jobs" --target lmrun_tests
+    cmake --build build-asan -j "$jobs"
     # libgomp's thread pool is intentionally kept until exit; it is not our leak.
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     LSAN_OPTIONS=suppressions="$PWD/scripts/lsan.supp" \
