@@ -121,7 +121,7 @@ int run_bench(const BenchArgs& args) {
     runner_config.max_num_batched_tokens = std::min<int64_t>(max_prompt, 2048);
     runner_config.max_model_len = std::min(config->max_position_embeddings,
                                            std::max(max_prompt, args.decode_context + args.decode_steps) + 16);
-    const int64_t blocks_needed = std::max((max_prompt + 255) / 256 + 1,
+    const int64_t blocks_needed = std::max((max_prompt + 255) / 256,
                                            max_batch * ((args.decode_context + args.decode_steps + 255) / 256));
     auto runner_result = ModelRunner::create(std::move(model).value(), runner_config);
     if (!runner_result.ok()) return log_error("{}", runner_result.error().message), 1;
@@ -163,8 +163,8 @@ CommandRunner add_bench_command(CLI::App& app) {
     command->add_option("--random", args->random_preset, "Benchmark a random-weight checkpoint: qwen3-0.6b");
     command->add_option("--random-dir", args->random_dir, "Where random checkpoints are written")->capture_default_str();
     command->add_option("--dtype", args->dtype, "auto, float32, bfloat16")->capture_default_str();
-    command->add_option("--prompt-lens", args->prompt_lens, "Prefill prompt lengths")->capture_default_str();
-    command->add_option("--decode-batches", args->decode_batches, "Decode batch sizes")->capture_default_str();
+    command->add_option("--prompt-lens", args->prompt_lens, "Prefill prompt lengths")->delimiter(',')->capture_default_str();
+    command->add_option("--decode-batches", args->decode_batches, "Decode batch sizes")->delimiter(',')->capture_default_str();
     command->add_option("--decode-context", args->decode_context, "Context tokens per decoding sequence")
         ->capture_default_str();
     command->add_option("--decode-steps", args->decode_steps, "Timed decode steps")->capture_default_str();

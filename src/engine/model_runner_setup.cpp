@@ -43,6 +43,7 @@ Status ModelRunner::allocate_kv_cache() {
     shape.head_dim = model_config.head_dim;
     shape.dtype = model_->weight_dtype();  // F32 models keep an F32 cache; BF16 models a BF16 one
 
+    reset_peak_resident_memory();  // the peak of loading (staged weights) is not the activations'
     const int64_t rss_before = resident_memory_bytes();
     {
         KvCacheShape warmup_shape = shape;
