@@ -44,7 +44,8 @@ void expect_decode_steps_allocation_free(const std::string& model, DType dtype) 
             for (int64_t s = 0; s < batch; s += 2) seqs[s].sampling.temperature = 0.8f;
             start_counting_allocations();
             runner->run(seqs);
-            EXPECT_EQ(stop_counting_allocations(), 0) << model << " batch " << batch << " step " << step;
+            const int64_t count = stop_counting_allocations();
+            EXPECT_EQ(count, 0) << model << " batch " << batch << " step " << step;
         }
     }
 }
@@ -57,7 +58,7 @@ TEST(AllocationFree, CounterSeesAllocations) {
     auto* vector = new std::vector<int>(100);
     int64_t count = stop_counting_allocations();
     delete vector;
-    EXPECT_GE(count, 2);
+    EXPECT_GE(count, 1);
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ struct Golden {
     std::string prompt_text;
     std::vector<int32_t> prompt_ids;
     std::vector<int32_t> output_ids;
-    std::string output_text;
+    std::string prompt_plus_output_text;  // what llama2.c printed: prompt, then the continuation
 };
 
 std::vector<Golden> stories_goldens() {
@@ -24,7 +24,7 @@ std::vector<Golden> stories_goldens() {
     const nlohmann::json expected = read_json_file(testdata_path("stories260k/expected.json"));
     for (const auto& item : expected["cases"]) {
         goldens.push_back({item["name"], item["prompt_text"], item["prompt_ids"].get<std::vector<int32_t>>(),
-                           item["output_ids"].get<std::vector<int32_t>>(), item["decoded_text_output_only"]});
+                           item["output_ids"].get<std::vector<int32_t>>(), item["decoded_text_prompt_plus_output"]});
     }
     return goldens;
 }
@@ -214,8 +214,156 @@ TEST(LLM, TextPromptsReproduceGoldenText) {
     ASSERT_TRUE(outputs.ok()) << outputs.error().message;
     for (size_t i = 0; i < goldens.size(); ++i) {
         EXPECT_EQ(outputs.value()[i].prompt_token_ids, goldens[i].prompt_ids) << goldens[i].name;
-        EXPECT_EQ(outputs.value()[i].outputs[0].text, goldens[i].output_text) << goldens[i].name;
+        // The continuation is decoded in the context of the prompt, so it joins the prompt seamlessly.
+        EXPECT_EQ(goldens[i].prompt_text + outputs.value()[i].outputs[0].text, goldens[i].prompt_plus_output_text)
+            << goldens[i].name;
     }
+}
+
+}  // namespace
+}  // namespace lmrun::testing
+
+namespace lmrun::testing {
+namespace {
+
+std::vector<int32_t> generate_ids(LLMEngine& engine, const std::vector<std::pair<std::vector<int32_t>, SamplingParams>>& requests,
+                                  size_t which) {
+    for (size_t i = 0; i < requests.size(); ++i) {
+        EXPECT_TRUE(engine.add_request("r" + std::to_string(i), requests[i].first, requests[i].second).ok());
+    }
+    std::map<std::string, RequestOutput> outputs;
+    while (engine.has_unfinished_requests()) {
+        for (auto& output : engine.step()) outputs[output.request_id] = std::move(output);
+    }
+    return outputs["r" + std::to_string(which)].outputs.at(0).token_ids;
+}
+
+TEST(LLMEngineSampling, SeededRunsAreReproducibleAloneAndInABatch) {
+    auto goldens = stories_goldens();
+    SamplingParams seeded;
+    seeded.temperature = 0.9f;
+    seeded.top_p = 0.95f;
+    seeded.max_tokens = 60;
+    seeded.seed = 2024;
+    auto engine = make_engine(stories_config());
+    auto alone = generate_ids(*engine, {{goldens[2].prompt_ids, seeded}}, 0);
+    auto again = generate_ids(*engine, {{goldens[2].prompt_ids, seeded}}, 0);
+    EXPECT_EQ(alone, again);
+    SamplingParams other = seeded;
+    other.seed.reset();
+    other.temperature = 1.2f;
+    auto in_batch = generate_ids(*engine,
+                                 {{goldens[3].prompt_ids, other}, {goldens[2].prompt_ids, seeded},
+                                  {goldens[4].prompt_ids, other}, {goldens[0].prompt_ids, other}},
+                                 1);
+    EXPECT_EQ(alone, in_batch);
+    SamplingParams reseeded = seeded;
+    reseeded.seed = 2025;
+    EXPECT_NE(alone, generate_ids(*engine, {{goldens[2].prompt_ids, reseeded}}, 0));
+}
+
+TEST(LLMEngineSampling, TopKOneEqualsGreedy) {
+    auto goldens = stories_goldens();
+    auto engine = make_engine(stories_config());
+    SamplingParams top1;
+    top1.temperature = 1.3f;
+    top1.top_k = 1;
+    top1.max_tokens = int64_t(goldens[3].output_ids.size());
+    EXPECT_EQ(generate_ids(*engine, {{goldens[3].prompt_ids, top1}}, 0), goldens[3].output_ids);
+}
+
+TEST(LLMEngineSampling, StopStringsCutExactlyAcrossTokens) {
+    auto goldens = stories_goldens();
+    auto llm = LLM::create(stories_config());
+    ASSERT_TRUE(llm.ok());
+    SamplingParams params;
+    params.temperature = 0;
+    params.max_tokens = 100;
+    // bos_only_200 reads "Once upon a time, there was a little girl named Lily. She loved to play ..."
+    params.stop = {"little gi", "zzz"};
+    std::string streamed;
+    auto outputs = llm.value()->generate({Prompt::from_ids({1})}, params, GenerateOptions{false, true});
+    ASSERT_TRUE(outputs.ok());
+    const CompletionOutput& completion = outputs.value()[0].outputs[0];
+    EXPECT_EQ(completion.text, "Once upon a time, there was a ");
+    EXPECT_EQ(completion.finish_reason, FinishReason::Stop);
+    EXPECT_EQ(completion.stop_reason, "little gi");
+
+    // The stream shows exactly the same text, never a piece of the stop string.
+    LLMEngine& engine = llm.value()->engine();
+    ASSERT_TRUE(engine.add_request("stream", {1}, params, [&](const CompletionDelta& delta) { streamed += delta.text; }).ok());
+    while (engine.has_unfinished_requests()) engine.step();
+    EXPECT_EQ(streamed, completion.text);
+}
+
+TEST(LLMEngineSampling, StreamedDeltasConcatenateToTheFinalText) {
+    auto goldens = stories_goldens();
+    auto engine = make_engine(stories_config());
+    SamplingParams params;
+    params.temperature = 0.8f;
+    params.seed = 7;
+    params.max_tokens = 80;
+    std::string streamed;
+    std::vector<int32_t> streamed_ids;
+    ASSERT_TRUE(engine->add_request("s", goldens[5].prompt_ids, params, [&](const CompletionDelta& delta) {
+        streamed += delta.text;
+        streamed_ids.insert(streamed_ids.end(), delta.token_ids.begin(), delta.token_ids.end());
+    }).ok());
+    std::vector<RequestOutput> finished;
+    while (engine->has_unfinished_requests()) {
+        for (auto& output : engine->step()) finished.push_back(std::move(output));
+    }
+    ASSERT_EQ(finished.size(), 1u);
+    EXPECT_EQ(streamed, finished[0].outputs[0].text);
+    EXPECT_EQ(streamed_ids, finished[0].outputs[0].token_ids);
+    EXPECT_FALSE(streamed.empty());
+}
+
+TEST(LLMEngineSampling, ParallelSamplesShareThePromptAndDiffer) {
+    auto goldens = stories_goldens();
+    auto engine = make_engine(stories_config());
+    SamplingParams params;
+    params.temperature = 1.0f;
+    params.n = 3;
+    params.seed = 5;
+    params.max_tokens = 30;
+    params.logprobs = 2;
+    std::vector<int32_t> prompt = goldens[0].prompt_ids;
+    prompt.insert(prompt.end(), goldens[0].output_ids.begin(), goldens[0].output_ids.begin() + 60);
+    ASSERT_TRUE(engine->add_request("n3", prompt, params).ok());
+    std::vector<RequestOutput> finished;
+    while (engine->has_unfinished_requests()) {
+        for (auto& output : engine->step()) finished.push_back(std::move(output));
+    }
+    ASSERT_EQ(finished.size(), 1u);
+    ASSERT_EQ(finished[0].outputs.size(), 3u);
+    for (const auto& completion : finished[0].outputs) {
+        EXPECT_EQ(completion.token_ids.size(), 30u);
+        ASSERT_EQ(completion.logprobs.size(), 30u);
+        EXPECT_EQ(completion.logprobs[0].top.size(), 2u);
+        EXPECT_LE(completion.logprobs[0].logprob, 0.0f);
+    }
+    EXPECT_NE(finished[0].outputs[0].token_ids, finished[0].outputs[1].token_ids);
+    EXPECT_NE(finished[0].outputs[1].token_ids, finished[0].outputs[2].token_ids);
+    // The later samples found the first one's full prompt blocks (61 tokens: 3 blocks of 16) in the cache.
+    EXPECT_EQ(engine->stats().prefix_cache_hits, 2 * 3);
+}
+
+TEST(LLMEngineSampling, InvalidRequestsAreRejectedWithTheFieldNamed) {
+    auto engine = make_engine(stories_config());
+    SamplingParams params;
+    params.top_p = 1.5f;
+    Status bad_top_p = engine->add_request("a", {1, 2}, params);
+    ASSERT_FALSE(bad_top_p.ok());
+    EXPECT_NE(bad_top_p.error().message.find("top_p"), std::string::npos);
+    Status empty = engine->add_request("b", {}, SamplingParams{});
+    ASSERT_FALSE(empty.ok());
+    Status out_of_vocab = engine->add_request("c", {1, 600}, SamplingParams{});
+    ASSERT_FALSE(out_of_vocab.ok());
+    EXPECT_NE(out_of_vocab.error().message.find("600"), std::string::npos);
+    Status too_long = engine->add_request("d", std::vector<int32_t>(512, 5), SamplingParams{});
+    ASSERT_FALSE(too_long.ok());
+    EXPECT_FALSE(engine->has_unfinished_requests());  // nothing reached the scheduler
 }
 
 }  // namespace

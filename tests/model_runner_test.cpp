@@ -87,21 +87,39 @@ TEST_P(Stories260k, GreedyGoldensOneByOneAndBatched) {
 
 INSTANTIATE_TEST_SUITE_P(BlockSizes, Stories260k, ::testing::Values(256, 16));
 
-TEST(Stories260kBf16, GoldenIdsExceptAtLowMarginSteps) {
+// BF16 weights perturb this model's logits by up to ~0.13 (measured against F32: rounding the
+// weights, not the activations, dominates), more than the 0.01 of the listed low-margin steps,
+// so a flip is accepted wherever the F32 model itself is that close to a tie: the F32 logit of
+// the golden token may exceed the BF16 choice's by at most kBf16LogitError.
+constexpr float kBf16LogitError = 0.15f;
+
+TEST(Stories260kBf16, GoldenIdsExceptAtNearTies) {
     const auto cases = load_cases("stories260k");
-    auto runner = make_runner(testdata_path("stories260k"), DType::BF16, small_config(16));
-    auto outputs = run_greedy(*runner, stories_requests(cases));
+    auto bf16 = make_runner(testdata_path("stories260k"), DType::BF16, small_config(16));
+    auto f32 = make_runner(testdata_path("stories260k"), DType::F32, small_config(16));
+    auto outputs = run_greedy(*bf16, stories_requests(cases));
+    int num_identical = 0;
     for (size_t i = 0; i < cases.size(); ++i) {
         const auto& golden = cases[i].output_ids;
-        for (size_t step = 0; step < golden.size(); ++step) {
-            ASSERT_LT(step, outputs[i].size()) << cases[i].name << " stopped early";
-            if (outputs[i][step] == golden[step]) continue;
-            bool low_margin = std::count(cases[i].low_margin_steps.begin(), cases[i].low_margin_steps.end(),
-                                         int64_t(step)) > 0;
-            EXPECT_TRUE(low_margin) << cases[i].name << " differs at step " << step << " (not a low-margin step)";
-            break;  // after a legitimate flip the continuation is a different text
+        ASSERT_GE(outputs[i].size(), 1u);
+        size_t step = 0;
+        while (step < golden.size() && step < outputs[i].size() && outputs[i][step] == golden[step]) ++step;
+        if (step == golden.size()) {
+            ++num_identical;
+            continue;
         }
+        ASSERT_LT(step, outputs[i].size()) << cases[i].name << " stopped early";
+        // Teacher-force the F32 model up to the divergence and compare the two candidates there.
+        std::vector<int32_t> ids = cases[i].prompt_ids;
+        ids.insert(ids.end(), golden.begin(), golden.begin() + int64_t(step));
+        int64_t next_block = f32->num_kv_blocks() - 1;
+        auto blocks = take_blocks(next_block, int64_t(ids.size()), f32->block_size());
+        RunnerSequence seq{ids, blocks, 0, int64_t(ids.size()), true, {}};
+        auto logits = f32->compute_logits_at(seq, std::vector<int32_t>{int32_t(ids.size() - 1)});
+        float gap = logits[golden[step]] - logits[outputs[i][step]];
+        EXPECT_LT(gap, kBf16LogitError) << cases[i].name << " flips at step " << step << " with an F32 gap of " << gap;
     }
+    EXPECT_GE(num_identical, 4);  // most cases have no near-tie at all
 }
 
 // Reference rows: row t = logits after feeding input_ids[0..t].
@@ -144,7 +162,8 @@ float max_abs_diff(std::span<const float> a, std::span<const float> b) {
 void check_reference_logits(const std::string& model, const std::string& name, bool all_rows, float tolerance) {
     ReferenceLogits reference = load_reference(model, name, all_rows);
     ModelRunnerConfig config = small_config(16);
-    config.max_model_len = 1024;
+    config.max_model_len = 512;
+    config.max_num_seqs = 16;  // logits of up to 16 rows at once
     auto runner = make_runner(testdata_path(model), DType::F32, config);
     const int64_t vocab = runner->model().config().vocab_size;
     const int64_t length = reference.rows.back() + 1;
@@ -188,9 +207,16 @@ TEST(Stories260kLogits, MatchNumpyReferencePrefillAndDecode) {
     check_reference_logits("stories260k", "prompt2", true, 1e-4f);
 }
 
+// All 7 prompts (621 tokens) are prefilled in one step.
+ModelRunnerConfig batch_config(int64_t block_size) {
+    ModelRunnerConfig config = small_config(block_size);
+    config.max_num_batched_tokens = 1024;
+    return config;
+}
+
 TEST(Qwen3Tiny, GreedyGoldensBatched) {
     const auto cases = load_cases("qwen3-tiny");
-    auto runner = make_runner(testdata_path("qwen3-tiny"), DType::F32, small_config(256));
+    auto runner = make_runner(testdata_path("qwen3-tiny"), DType::F32, batch_config(256));
     expect_all_golden(cases, run_greedy(*runner, qwen_requests(cases)));
 }
 
@@ -210,7 +236,7 @@ TEST(Qwen3Tiny, LogitsMatchReference) {
 
 TEST(Qwen2Tiny, GreedyGoldensBatched) {
     const auto cases = load_cases("qwen2-tiny");
-    auto runner = make_runner(testdata_path("qwen2-tiny"), DType::F32, small_config(16));
+    auto runner = make_runner(testdata_path("qwen2-tiny"), DType::F32, batch_config(16));
     expect_all_golden(cases, run_greedy(*runner, qwen_requests(cases)));
 }
 

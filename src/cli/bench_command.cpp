@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_offline.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "core/logging.h"
@@ -33,6 +34,11 @@ struct BenchArgs {
     int64_t repeats = 3;
     int threads = 0;
     std::string json_path;
+    int64_t offline_requests = 0;  // > 0: also run the offline throughput workload
+    std::vector<int64_t> offline_prompt_range{100, 512};
+    std::vector<int64_t> offline_output_range{100, 512};
+    int64_t offline_max_num_seqs = 64;
+    double kv_cache_memory_gib = 4;
 };
 
 Result<std::string> prepare_model(const BenchArgs& args) {
@@ -121,7 +127,7 @@ int run_bench(const BenchArgs& args) {
     runner_config.max_num_batched_tokens = std::min<int64_t>(max_prompt, 2048);
     runner_config.max_model_len = std::min(config->max_position_embeddings,
                                            std::max(max_prompt, args.decode_context + args.decode_steps) + 16);
-    const int64_t blocks_needed = std::max((max_prompt + 255) / 256 + 1,
+    const int64_t blocks_needed = std::max((max_prompt + 255) / 256,
                                            max_batch * ((args.decode_context + args.decode_steps + 255) / 256));
     auto runner_result = ModelRunner::create(std::move(model).value(), runner_config);
     if (!runner_result.ok()) return log_error("{}", runner_result.error().message), 1;
@@ -150,6 +156,30 @@ int run_bench(const BenchArgs& args) {
                                  double(batch) / seconds, seconds * 1e3);
         report["decode"].push_back({{"batch", batch}, {"tokens_per_s", double(batch) / seconds}});
     }
+    if (args.offline_requests > 0) {
+        runner_result.value().reset();  // free the runner before the engine builds its own
+        EngineConfig engine_config;
+        engine_config.model_dir = model_dir.value();
+        engine_config.dtype = dtype == DType::F32 ? "float32" : "bfloat16";
+        engine_config.num_threads = args.threads;
+        engine_config.runner.max_num_seqs = args.offline_max_num_seqs;
+        engine_config.runner.max_num_batched_tokens = 2048;
+        engine_config.runner.max_model_len =
+            std::min(config->max_position_embeddings, args.offline_prompt_range[1] + args.offline_output_range[1] + 16);
+        engine_config.runner.kv_cache_memory_bytes = int64_t(args.kv_cache_memory_gib * double(1ll << 30));
+        OfflineWorkload workload;
+        workload.num_requests = args.offline_requests;
+        workload.min_prompt_len = args.offline_prompt_range[0];
+        workload.max_prompt_len = args.offline_prompt_range[1];
+        workload.min_output_len = args.offline_output_range[0];
+        workload.max_output_len = args.offline_output_range[1];
+        auto offline = run_offline_workload(engine_config, workload);
+        if (!offline.ok()) return log_error("{}", offline.error().message), 1;
+        std::cout << fmt::format("{:<28} {:>12.1f} {:>12.2f}\n",
+                                 fmt::format("offline {} req (output)", args.offline_requests),
+                                 double(offline->output_tokens) / offline->seconds, offline->seconds * 1e3);
+        report["offline"] = offline->to_json();
+    }
     if (!args.json_path.empty()) std::ofstream(args.json_path) << report.dump(2) << "\n";
     return 0;
 }
@@ -163,14 +193,23 @@ CommandRunner add_bench_command(CLI::App& app) {
     command->add_option("--random", args->random_preset, "Benchmark a random-weight checkpoint: qwen3-0.6b");
     command->add_option("--random-dir", args->random_dir, "Where random checkpoints are written")->capture_default_str();
     command->add_option("--dtype", args->dtype, "auto, float32, bfloat16")->capture_default_str();
-    command->add_option("--prompt-lens", args->prompt_lens, "Prefill prompt lengths")->capture_default_str();
-    command->add_option("--decode-batches", args->decode_batches, "Decode batch sizes")->capture_default_str();
+    command->add_option("--prompt-lens", args->prompt_lens, "Prefill prompt lengths")->delimiter(',')->capture_default_str();
+    command->add_option("--decode-batches", args->decode_batches, "Decode batch sizes")->delimiter(',')->capture_default_str();
     command->add_option("--decode-context", args->decode_context, "Context tokens per decoding sequence")
         ->capture_default_str();
     command->add_option("--decode-steps", args->decode_steps, "Timed decode steps")->capture_default_str();
     command->add_option("--repeats", args->repeats, "Runs per workload (median reported)")->capture_default_str();
     command->add_option("--threads", args->threads, "Compute threads (default: one per core)");
     command->add_option("--json", args->json_path, "Write the results as JSON");
+    command->add_option("--offline", args->offline_requests, "Also run N offline requests (nano-vLLM bench.py shape)");
+    command->add_option("--offline-prompt-range", args->offline_prompt_range, "Min,max prompt tokens")
+        ->delimiter(',')->expected(2)->capture_default_str();
+    command->add_option("--offline-output-range", args->offline_output_range, "Min,max output tokens")
+        ->delimiter(',')->expected(2)->capture_default_str();
+    command->add_option("--offline-max-num-seqs", args->offline_max_num_seqs, "Running sequences in the offline run")
+        ->capture_default_str();
+    command->add_option("--kv-cache-memory", args->kv_cache_memory_gib, "KV cache GiB for the offline run")
+        ->capture_default_str();
     return [args] { return run_bench(*args); };
 }
 

@@ -88,6 +88,7 @@ private:
     void process_sampled(const SchedulerOutput& output, std::span<const SampleResult> results);
     void process_finished(Sequence& seq, std::vector<RequestOutput>& finished_outputs);
     void add_children(Request& request);
+    static size_t completion_index(const Request& request, const Sequence& seq);
 
     EngineConfig config_;
     std::unique_ptr<Tokenizer> tokenizer_;

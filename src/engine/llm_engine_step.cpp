@@ -1,10 +1,20 @@
 // LLMEngine::step and what it does with the sampled tokens.
 #include <algorithm>
 
+#include "core/check.h"
 #include "core/timer.h"
 #include "engine/llm_engine.h"
 
 namespace lmrun {
+
+// Which of the request's n completions this sequence is.
+size_t LLMEngine::completion_index(const Request& request, const Sequence& seq) {
+    for (size_t index = 0; index < request.seqs.size(); ++index) {
+        if (request.seqs[index].get() == &seq) return index;
+    }
+    LMRUN_CHECK(false, "sequence %ld does not belong to request %s", long(seq.seq_id), request.id.c_str());
+    return 0;
+}
 
 void LLMEngine::fill_runner_sequences(const SchedulerOutput& output) {
     runner_seqs_.clear();
@@ -28,9 +38,7 @@ void LLMEngine::fill_runner_sequences(const SchedulerOutput& output) {
         sampling.repetition_penalty = params.repetition_penalty;
         sampling.presence_penalty = params.presence_penalty;
         sampling.frequency_penalty = params.frequency_penalty;
-        const size_t index = size_t(std::find_if(request.seqs.begin(), request.seqs.end(),
-                                                 [&](const auto& s) { return s.get() == &seq; }) -
-                                    request.seqs.begin());
+        const size_t index = completion_index(request, seq);
         sampling.seed = request.seeds[index];
         sampling.step = seq.num_tokens();
         sampling.prompt_ids = seq.prompt_token_ids();
@@ -69,9 +77,7 @@ void LLMEngine::process_sampled(const SchedulerOutput& output, std::span<const S
         const SampleResult& result = results[next_result++];
         Sequence& seq = *entry.seq;
         Request& request = *request_of_seq_.at(seq.seq_id);
-        const size_t index = size_t(std::find_if(request.seqs.begin(), request.seqs.end(),
-                                                 [&](const auto& s) { return s.get() == &seq; }) -
-                                    request.seqs.begin());
+        const size_t index = completion_index(request, seq);
         if (request.metrics.first_token_time == 0) {
             request.metrics.first_token_time = now;
             request.metrics.num_cached_tokens = seq.num_cached_tokens;
@@ -109,9 +115,7 @@ void LLMEngine::process_finished(Sequence& seq, std::vector<RequestOutput>& fini
     if (found == request_of_seq_.end()) return;
     Request& request = *found->second;
     request_of_seq_.erase(found);
-    const size_t index = size_t(std::find_if(request.seqs.begin(), request.seqs.end(),
-                                             [&](const auto& s) { return s.get() == &seq; }) -
-                                request.seqs.begin());
+    const size_t index = completion_index(request, seq);
     CompletionOutput& completion = request.outputs[index];
     OutputProcessor& processor = *request.processors[index];
     processor.finish();

@@ -16,6 +16,19 @@ StepInputs::StepInputs(int64_t max_tokens, int64_t max_seqs, int64_t max_blocks_
       block_tables(size_t(max_seqs * max_blocks_per_seq)),
       logit_rows(size_t(max_seqs)) {}
 
+namespace {
+// Points the context at the step's input buffers.
+void bind_inputs(const StepInputs& inputs, ForwardContext& context) {
+    context.input_ids = inputs.input_ids.data();
+    context.positions = inputs.positions.data();
+    context.cu_seqlens_q = inputs.cu_seqlens_q.data();
+    context.cu_seqlens_k = inputs.cu_seqlens_k.data();
+    context.slot_mapping = inputs.slot_mapping.data();
+    context.context_lens = inputs.context_lens.data();
+    context.block_tables = inputs.block_tables.data();
+}
+}  // namespace
+
 std::vector<int64_t> ModelRunner::decode_buckets(int64_t max_num_seqs) {
     // nano-vLLM's graph_bs: 1, 2, 4, 8, then steps of 16.
     std::vector<int64_t> buckets;
@@ -91,13 +104,7 @@ ForwardContext ModelRunner::prepare_prefill(std::span<const RunnerSequence> seqs
         if (seq.sample) inputs.logit_rows[num_logit_rows++] = int32_t(token - 1);
     }
     context.num_tokens = context.num_padded_tokens = token;
-    context.input_ids = inputs.input_ids.data();
-    context.positions = inputs.positions.data();
-    context.cu_seqlens_q = inputs.cu_seqlens_q.data();
-    context.cu_seqlens_k = inputs.cu_seqlens_k.data();
-    context.slot_mapping = inputs.slot_mapping.data();
-    context.context_lens = inputs.context_lens.data();
-    context.block_tables = inputs.block_tables.data();
+    bind_inputs(inputs, context);
     return context;
 }
 
@@ -108,6 +115,7 @@ ForwardContext ModelRunner::prepare_decode(std::span<const RunnerSequence> seqs,
     StepInputs& inputs = plan.inputs;
     const int64_t num_seqs = int64_t(seqs.size());
     ForwardContext context;
+    context.linear_path = LinearPath::AllocationFree;
     context.num_seqs = num_seqs;
     context.num_tokens = num_seqs;
     context.num_padded_tokens = plan.batch_size;
@@ -135,13 +143,7 @@ ForwardContext ModelRunner::prepare_decode(std::span<const RunnerSequence> seqs,
         inputs.logit_rows[s] = int32_t(s);
         context.max_seqlen_k = std::max(context.max_seqlen_k, position + 1);
     }
-    context.input_ids = inputs.input_ids.data();
-    context.positions = inputs.positions.data();
-    context.cu_seqlens_q = inputs.cu_seqlens_q.data();
-    context.cu_seqlens_k = inputs.cu_seqlens_k.data();
-    context.slot_mapping = inputs.slot_mapping.data();
-    context.context_lens = inputs.context_lens.data();
-    context.block_tables = inputs.block_tables.data();
+    bind_inputs(inputs, context);
     return context;
 }
 
@@ -175,7 +177,7 @@ std::span<const SampleResult> ModelRunner::compute_and_sample(const ForwardConte
                                                               std::span<const int32_t> logit_rows) {
     model_->forward(context, cache.layers(), buffers_);
     if (logit_rows.empty()) return {};
-    model_->compute_logits(logit_rows, buffers_);
+    model_->compute_logits(logit_rows, buffers_, context.linear_path);
     int64_t num_sampled = 0;
     for (const RunnerSequence& seq : seqs) {
         if (seq.sample) sampling_inputs_[num_sampled++] = seq.sampling;

@@ -29,7 +29,8 @@ void ModelRunner::warm_up(const KvCache& cache) {
         ForwardContext decode = prepare_decode(seqs, plan);
         std::fill(plan.inputs.slot_mapping.begin(), plan.inputs.slot_mapping.end(), -1);
         model_->forward(decode, cache.layers(), buffers_);
-        model_->compute_logits(std::span<const int32_t>(plan.inputs.logit_rows.data(), plan.batch_size), buffers_);
+        model_->compute_logits(std::span<const int32_t>(plan.inputs.logit_rows.data(), plan.batch_size), buffers_,
+                               decode.linear_path);
     }
 }
 
@@ -42,6 +43,7 @@ Status ModelRunner::allocate_kv_cache() {
     shape.head_dim = model_config.head_dim;
     shape.dtype = model_->weight_dtype();  // F32 models keep an F32 cache; BF16 models a BF16 one
 
+    reset_peak_resident_memory();  // the peak of loading (staged weights) is not the activations'
     const int64_t rss_before = resident_memory_bytes();
     {
         KvCacheShape warmup_shape = shape;

@@ -99,6 +99,13 @@ DType LinearWeight::storage_dtype() const { return state_ ? state_->packed.dtype
 size_t LinearWeight::nbytes() const { return state_ ? state_->nbytes : 0; }
 const PackedLinear& LinearWeight::packed() const { return state_->packed; }
 
+void linear_allocation_free(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
+                            float* y) {
+    if (num_rows <= 0) return;
+    auto gemv = kernel_isa() >= Isa::Avx512 ? linear_gemv_avx512 : linear_gemv_avx2;
+    gemv(x, num_rows, weight.packed(), bias, y);
+}
+
 void linear(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
             float* y) {
     if (num_rows <= 0) return;

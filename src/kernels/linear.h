@@ -52,6 +52,10 @@ inline constexpr int64_t kGemvMaxRows = 4;
 // small argument map per execute).
 void linear(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
             float* y);
+// The GEMV path for any num_rows: F32 activations, never allocates (oneDNN builds an argument
+// map per call), used where a step must not allocate (decode plans).
+void linear_allocation_free(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
+                            float* y);
 // Scalar, double-accumulating twin of linear(), reading the packed weight.
 void linear_reference(const float* x, int64_t num_rows, const LinearWeight& weight,
                       const float* bias, float* y);

@@ -100,7 +100,7 @@ void CausalLM::forward(const ForwardContext& context, std::span<const kernels::K
     }
 }
 
-void CausalLM::compute_logits(std::span<const int32_t> rows, ActivationBuffers& buffers) const {
+void CausalLM::compute_logits(std::span<const int32_t> rows, ActivationBuffers& buffers, LinearPath path) const {
     const int64_t num_rows = int64_t(rows.size());
     LMRUN_CHECK(num_rows <= buffers.max_num_logit_rows, "more logit rows than buffered");
     const int64_t hidden_size = config_.hidden_size;
@@ -113,7 +113,7 @@ void CausalLM::compute_logits(std::span<const int32_t> rows, ActivationBuffers& 
         std::copy_n(residual + rows[i] * hidden_size, hidden_size, selected_residual + i * hidden_size);
     }
     norm_.forward_add(selected_hidden, selected_residual, num_rows);
-    lm_head_.forward(selected_hidden, num_rows, buffers.logits.data<float>());
+    lm_head_.forward(selected_hidden, num_rows, buffers.logits.data<float>(), path);
 }
 
 size_t CausalLM::weight_nbytes() const {

@@ -32,7 +32,8 @@ public:
     void forward(const ForwardContext& context, std::span<const kernels::KvCacheLayer> kv_layers,
                  ActivationBuffers& buffers) const;
     // Final norm + LM head for the chosen token rows only: buffers.logits[i] = logits of token rows[i].
-    void compute_logits(std::span<const int32_t> rows, ActivationBuffers& buffers) const;
+    void compute_logits(std::span<const int32_t> rows, ActivationBuffers& buffers,
+                        LinearPath path = LinearPath::Fastest) const;
 
     const ModelConfig& config() const { return config_; }
     DType weight_dtype() const { return weight_dtype_; }

@@ -10,12 +10,12 @@ MLP::MLP(const ModelConfig& config, DType dtype, const ParallelConfig& parallel)
     : gate_up_proj(config.hidden_size, {config.intermediate_size, config.intermediate_size}, dtype, parallel),
       down_proj(config.hidden_size, config.intermediate_size, false, dtype, parallel) {}
 
-void MLP::forward(const float* x, int64_t num_rows, ActivationBuffers& buffers, float* out) const {
+void MLP::forward(const float* x, int64_t num_rows, LinearPath path, ActivationBuffers& buffers, float* out) const {
     float* gate_up = buffers.gate_up.data<float>();
     float* act = buffers.mlp_act.data<float>();
-    gate_up_proj.forward(x, num_rows, gate_up);
+    gate_up_proj.forward(x, num_rows, gate_up, path);
     kernels::silu_and_mul(gate_up, num_rows, down_proj.in_features(), act);
-    down_proj.forward(act, num_rows, out);
+    down_proj.forward(act, num_rows, out, path);
 }
 
 void MLP::finalize() {
@@ -42,7 +42,7 @@ void DecoderLayer::forward(const ForwardContext& context, bool first_layer, cons
     }
     self_attn.forward(context, hidden, cache, rope_cos_sin, buffers, hidden);
     post_attention_layernorm.forward_add(hidden, residual, rows);
-    mlp.forward(hidden, rows, buffers, hidden);
+    mlp.forward(hidden, rows, context.linear_path, buffers, hidden);
 }
 
 void DecoderLayer::finalize() {

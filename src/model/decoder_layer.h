@@ -12,7 +12,7 @@ namespace lmrun {
 class MLP {
 public:
     MLP(const ModelConfig& config, DType dtype, const ParallelConfig& parallel);
-    void forward(const float* x, int64_t num_rows, ActivationBuffers& buffers, float* out) const;
+    void forward(const float* x, int64_t num_rows, LinearPath path, ActivationBuffers& buffers, float* out) const;
     void finalize();
 
     MergedColumnParallelLinear gate_up_proj;

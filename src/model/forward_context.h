@@ -11,8 +11,12 @@
 
 namespace lmrun {
 
+// Decode plans replay steps that must not allocate; prefill may use any kernel.
+enum class LinearPath { Fastest, AllocationFree };
+
 struct ForwardContext {
     bool is_prefill = false;
+    LinearPath linear_path = LinearPath::Fastest;
     int64_t num_tokens = 0;       // real tokens in the step
     int64_t num_padded_tokens = 0;  // rows the projections run on (decode pads to its bucket)
     int64_t num_seqs = 0;

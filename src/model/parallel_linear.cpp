@@ -10,8 +10,10 @@ LinearBase::LinearBase(int64_t out_features, int64_t in_features, bool has_bias,
     if (has_bias) bias_ = Tensor::zeros(DType::F32, {out_features});
 }
 
-void LinearBase::forward(const float* x, int64_t num_rows, float* y) const {
-    kernels::linear(x, num_rows, packed_, bias_.empty() ? nullptr : bias_.data<float>(), y);
+void LinearBase::forward(const float* x, int64_t num_rows, float* y, LinearPath path) const {
+    const float* bias = bias_.empty() ? nullptr : bias_.data<float>();
+    if (path == LinearPath::AllocationFree) return kernels::linear_allocation_free(x, num_rows, packed_, bias, y);
+    kernels::linear(x, num_rows, packed_, bias, y);
 }
 
 void LinearBase::finalize() {

@@ -11,6 +11,7 @@
 #include "core/result.h"
 #include "core/tensor.h"
 #include "kernels/linear.h"
+#include "model/forward_context.h"
 #include "model/safetensors.h"
 #include "model/weight_loader.h"
 
@@ -22,7 +23,7 @@ public:
     LinearBase(int64_t out_features, int64_t in_features, bool has_bias, DType storage_dtype);
 
     // y[num_rows, out] = x[num_rows, in] · Wᵀ (+ b)
-    void forward(const float* x, int64_t num_rows, float* y) const;
+    void forward(const float* x, int64_t num_rows, float* y, LinearPath path = LinearPath::Fastest) const;
     // Packs the staged weight into the kernel layout and releases the staging copy.
     void finalize();
     int64_t out_features() const { return out_features_; }

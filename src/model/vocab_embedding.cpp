@@ -38,7 +38,8 @@ void ParallelLMHead::finalize() {
     staged_weight_ = Tensor();
 }
 
-void ParallelLMHead::forward(const float* hidden, int64_t num_rows, float* logits) const {
+void ParallelLMHead::forward(const float* hidden, int64_t num_rows, float* logits, LinearPath path) const {
+    if (path == LinearPath::AllocationFree) return kernels::linear_allocation_free(hidden, num_rows, packed_, nullptr, logits);
     kernels::linear(hidden, num_rows, packed_, nullptr, logits);
 }
 

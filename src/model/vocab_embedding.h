@@ -6,6 +6,7 @@
 #include "core/result.h"
 #include "core/tensor.h"
 #include "kernels/linear.h"
+#include "model/forward_context.h"
 #include "model/safetensors.h"
 #include "model/weight_loader.h"
 
@@ -35,7 +36,7 @@ public:
     void tie_to(const VocabParallelEmbedding& embedding);
     void finalize();
     // logits[num_rows, vocab] for the given hidden rows only.
-    void forward(const float* hidden, int64_t num_rows, float* logits) const;
+    void forward(const float* hidden, int64_t num_rows, float* logits, LinearPath path) const;
     int64_t vocab_size() const { return vocab_size_; }
     size_t weight_nbytes() const { return packed_.nbytes(); }
 
