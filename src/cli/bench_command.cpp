@@ -124,7 +124,7 @@ int run_bench(const BenchArgs& args) {
     const int64_t max_prompt = *std::max_element(args.prompt_lens.begin(), args.prompt_lens.end());
     ModelRunnerConfig runner_config;
     runner_config.max_num_seqs = max_batch;
-    runner_config.max_num_batched_tokens = std::min<int64_t>(max_prompt, 2048);
+    runner_config.max_num_batched_tokens = std::min<int64_t>(std::max(max_prompt, args.decode_context), 2048);
     runner_config.max_model_len = std::min(config->max_position_embeddings,
                                            std::max(max_prompt, args.decode_context + args.decode_steps) + 16);
     const int64_t blocks_needed = std::max((max_prompt + 255) / 256,
