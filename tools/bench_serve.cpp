@@ -116,7 +116,7 @@ RequestResult run_request(const BenchArgs& args, const std::string& model, const
     if (!args.api_key.empty()) headers.emplace("Authorization", "Bearer " + args.api_key);
     Json body = {{"model", model},          {"prompt", request.prompt},     {"max_tokens", request.max_tokens},
                  {"temperature", 0},        {"ignore_eos", true},           {"stream", true},
-                 {"stream_options", {{"include_usage", true}}}};
+                 {"stream_options", {{"include_usage", true}}}, {"return_token_ids", true}};
     RequestResult result;
     SseParser parser;
     const double start = lmrun::now_seconds();
@@ -129,7 +129,10 @@ RequestResult run_request(const BenchArgs& args, const std::string& model, const
             result.output_tokens = event["usage"].value("completion_tokens", int64_t(0));
         }
         if (!event.contains("choices") || event["choices"].empty()) return;
-        if (event["choices"][0].value("text", std::string()).empty()) return;
+        // A token counts when it arrives, even if it adds no text (no tokenizer, or half a character).
+        const Json& choice = event["choices"][0];
+        bool has_tokens = choice.contains("token_ids") && choice["token_ids"].is_array() && !choice["token_ids"].empty();
+        if (choice.value("text", std::string()).empty() && !has_tokens) return;
         if (last == 0) result.ttft = now - start;
         else result.itls.push_back(now - last);
         last = now;
