@@ -16,6 +16,7 @@
 #include "core/logging.h"
 #include "core/parallel.h"
 #include "core/timer.h"
+#include "engine/llm_engine.h"
 #include "engine/model_runner.h"
 #include "model/random_checkpoint.h"
 
@@ -116,8 +117,9 @@ int run_bench(const BenchArgs& args) {
     if (!model_dir.ok()) return log_error("{}", model_dir.error().message), 2;
     auto config = load_model_config(model_dir.value());
     if (!config.ok()) return log_error("{}", config.error().message), 1;
-    DType dtype = args.dtype == "float32" ? DType::F32 : args.dtype == "bfloat16" ? DType::BF16
-                  : config->torch_dtype == DType::F32 ? DType::F32 : DType::BF16;
+    auto resolved_dtype = resolve_weight_dtype(args.dtype, config.value());
+    if (!resolved_dtype.ok()) return log_error("{}", resolved_dtype.error().message), 2;
+    const DType dtype = resolved_dtype.value();
     auto model = CausalLM::load(model_dir.value(), config.value(), dtype);
     if (!model.ok()) return log_error("{}", model.error().message), 1;
     const int64_t max_batch = *std::max_element(args.decode_batches.begin(), args.decode_batches.end());

@@ -21,14 +21,14 @@ const char* finish_reason_name(FinishReason reason) {
     return "";
 }
 
-namespace {
-
-Result<DType> resolve_dtype(const std::string& dtype, const ModelConfig& model_config) {
+Result<DType> resolve_weight_dtype(const std::string& dtype, const ModelConfig& model_config) {
     if (dtype == "float32" || dtype == "f32") return DType::F32;
     if (dtype == "bfloat16" || dtype == "bf16") return DType::BF16;
     if (dtype == "auto") return model_config.torch_dtype == DType::F32 ? DType::F32 : DType::BF16;
     return make_error("dtype must be one of auto, float32, bfloat16; got \"{}\"", dtype);
 }
+
+namespace {
 
 uint64_t mix_seed(uint64_t seed, uint64_t salt) {
     uint64_t x = seed ^ (salt * 0x9e3779b97f4a7c15ull);
@@ -45,7 +45,7 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(const EngineConfig& config)
     std::unique_ptr<LLMEngine> engine(new LLMEngine());
     engine->config_ = config;
     LMRUN_ASSIGN_OR_RETURN(ModelConfig model_config, load_model_config(config.model_dir));
-    LMRUN_ASSIGN_OR_RETURN(DType dtype, resolve_dtype(config.dtype, model_config));
+    LMRUN_ASSIGN_OR_RETURN(DType dtype, resolve_weight_dtype(config.dtype, model_config));
     const std::string tokenizer_dir = config.tokenizer_dir.empty() ? config.model_dir : config.tokenizer_dir;
     if (std::filesystem::exists(tokenizer_dir + "/tokenizer.json")) {
         LMRUN_ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::from_dir(tokenizer_dir));

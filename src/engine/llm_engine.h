@@ -33,6 +33,9 @@ struct EngineConfig {
     BlockHashFn block_hash_fn = nullptr;  // tests only: replace the prefix-cache hash (nullptr = xxhash)
 };
 
+// "auto" (F32 checkpoints stay F32, others become BF16), "float32" or "bfloat16".
+Result<DType> resolve_weight_dtype(const std::string& dtype, const ModelConfig& model_config);
+
 using DeltaCallback = std::function<void(const CompletionDelta&)>;
 
 struct EngineStats {

@@ -60,7 +60,6 @@ void Sampler::sample_row(float* logits, const SamplingInputs& inputs, int64_t ro
         raw_log_sum = float(std::log(sum));
         fill_logprobs(logits, inputs, row, out);
     }
-    float chosen_raw_logit = 0;
     apply_penalties(logits, inputs, row);
     for (int32_t id : inputs.suppressed_ids) {
         if (id >= 0 && id < vocab_size_) logits[id] = kNegInf;
@@ -69,10 +68,8 @@ void Sampler::sample_row(float* logits, const SamplingInputs& inputs, int64_t ro
                                                : sample_filtered(logits, inputs, row);
     out.token_id = token;
     if (want_logprobs) {
-        // Raw logits of the row are gone; fill_logprobs kept the sampled one if it was in the top list,
-        // otherwise recompute from the copy saved in candidate_probs_.
-        chosen_raw_logit = candidate_probs_[size_t(row * vocab_size_ + token)];
-        out.logprob = chosen_raw_logit - raw_max - raw_log_sum;
+        // The row itself was modified by sampling; fill_logprobs saved the raw logits in candidate_probs_.
+        out.logprob = candidate_probs_[size_t(row * vocab_size_ + token)] - raw_max - raw_log_sum;
         for (int32_t i = 0; i < out.num_top; ++i) out.top_logprobs[i] -= raw_max + raw_log_sum;
     }
 }
