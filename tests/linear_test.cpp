@@ -82,6 +82,18 @@ TEST_P(LinearConformance, EveryPathMatchesReference) {
         expect_close(got, want, scale, 1e-5, name);
     }
 
+    // The AVX512_BF16 GEMM rounds x to BF16 and sums in F32: it must match the reference on the
+    // rounded x within F32 accumulation error, whatever the row count.
+    std::vector<float> x_bf16 = x;
+    for (float& v : x_bf16) v = bf16_to_f32(f32_to_bf16(v));
+    if (p.storage == DType::BF16 && cpu_features().avx512_bf16) {
+        std::vector<float> want_bf16(y_count);
+        linear_reference(x_bf16.data(), p.rows, weight, bias.data(), want_bf16.data());
+        std::fill(got.begin(), got.end(), NAN);
+        linear_gemm_bf16_avx512(x.data(), p.rows, weight.packed(), bias.data(), got.data());
+        expect_close(got, want_bf16, scale, 1e-5, "gemm_bf16_avx512");
+    }
+
     // The dispatched path. oneDNN (pieces of more than kGemvMaxRows rows) rounds x to BF16 when
     // the weights are BF16, the GEMV (small remainders) does not: each row must match the
     // reference on BF16-rounded x or on F32 x within F32 accumulation error (1e-5 of Σ|x·w|),

@@ -119,7 +119,9 @@ TEST(Stories260kBf16, GoldenIdsExceptAtNearTies) {
         float gap = logits[golden[step]] - logits[outputs[i][step]];
         EXPECT_LT(gap, kBf16LogitError) << cases[i].name << " flips at step " << step << " with an F32 gap of " << gap;
     }
-    EXPECT_GE(num_identical, 4);  // most cases have no near-tie at all
+    // Batched decode (7 rows) rounds activations to BF16 as well, as prefill always did: 3 of
+    // the 7 cases then run to the end without meeting a near-tie.
+    EXPECT_GE(num_identical, 3);
 }
 
 // Reference rows: row t = logits after feeding input_ids[0..t].

@@ -99,11 +99,25 @@ DType LinearWeight::storage_dtype() const { return state_ ? state_->packed.dtype
 size_t LinearWeight::nbytes() const { return state_ ? state_->nbytes : 0; }
 const PackedLinear& LinearWeight::packed() const { return state_->packed; }
 
+namespace {
+
+// Our AVX512_BF16 GEMM matches or beats oneDNN's avx512_core_bf16 kernels up to a few hundred
+// rows (kernel_bench), and never allocates; where AMX exists, oneDNN's AMX kernels win instead.
+bool use_bf16_gemm(const PackedLinear& w, int64_t num_rows) {
+    return w.dtype == DType::BF16 && num_rows > kGemvMaxRows && kernel_isa() == Isa::Avx512Bf16;
+}
+
+}  // namespace
+
 void linear_allocation_free(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
                             float* y) {
     if (num_rows <= 0) return;
+    const PackedLinear& w = weight.packed();
+    if (w.dtype == DType::BF16 && num_rows > kGemvMaxRows && kernel_isa() >= Isa::Avx512Bf16) {
+        return linear_gemm_bf16_avx512(x, num_rows, w, bias, y);
+    }
     auto gemv = kernel_isa() >= Isa::Avx512 ? linear_gemv_avx512 : linear_gemv_avx2;
-    gemv(x, num_rows, weight.packed(), bias, y);
+    gemv(x, num_rows, w, bias, y);
 }
 
 void linear(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
@@ -112,6 +126,9 @@ void linear(const float* x, int64_t num_rows, const LinearWeight& weight, const 
     const PackedLinear& w = weight.packed();
     auto gemv = kernel_isa() >= Isa::Avx512 ? linear_gemv_avx512 : linear_gemv_avx2;
     if (num_rows <= kGemvMaxRows) return gemv(x, num_rows, w, bias, y);
+    if (use_bf16_gemm(w, num_rows) && num_rows <= kMaxOnednnRows) {
+        return linear_gemm_bf16_avx512(x, num_rows, w, bias, y);
+    }
     // oneDNN primitives are compiled per row count, so prefill lengths are split into
     // power-of-two pieces (8..kMaxOnednnRows) plus a remainder: at most ~10 cached primitives
     // per weight whatever the prompt lengths, instead of one per distinct length.

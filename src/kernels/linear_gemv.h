@@ -43,5 +43,9 @@ void linear_gemv_avx2(const float* x, int64_t num_rows, const PackedLinear& w, c
                       float* y);
 void linear_gemv_avx512(const float* x, int64_t num_rows, const PackedLinear& w,
                         const float* bias, float* y);
+// BF16 weights only, needs AVX512_BF16: x is rounded to BF16 (as oneDNN does), F32 sums; for
+// the many-row batches of decode. Allocates only when num_rows grows past what it has seen.
+void linear_gemm_bf16_avx512(const float* x, int64_t num_rows, const PackedLinear& w,
+                             const float* bias, float* y);
 
 }  // namespace lmrun::kernels

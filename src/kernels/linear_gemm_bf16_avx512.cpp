@@ -1,0 +1,121 @@
+// AVX512_BF16 GEMM over the packed BF16 tiles (layout in linear_gemv.h), for batched decode:
+// tens of rows, where the F32 GEMV is bound by its FMAs rather than by the weight stream.
+//
+// x is rounded to BF16 once per call into a per-thread buffer laid out as k-pairs, so one
+// 32-bit broadcast feeds a vdpbf16ps against 16 output lanes of a tile's k-pair. A micro-tile is
+// kRowBlock rows × 64 outputs: 24 zmm accumulators live across the whole K loop, so each step of
+// it loads 4 weight vectors and broadcasts kRowBlock activation pairs for 24 dot products. A
+// thread walks whole tiles; one tile's weights (K/2 pairs × 256 B, ≤ 384 KiB here) stay in L2
+// while every row block passes over them, so DRAM sees each weight byte once per call.
+// GCC 12 reports _mm512_undefined_ps() inside its own intrinsics as maybe-uninitialized.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <cstring>
+#include <vector>
+
+#include "core/parallel.h"
+#include "kernels/linear_gemv.h"
+
+namespace lmrun::kernels {
+namespace {
+
+constexpr int kRowBlock = 6;
+
+// Rounds rows of x to BF16 (nearest even) into [num_rows][padded_in], the padding zeroed: the
+// padded weight pairs are zero too, and 0 · 0 keeps the padding out of the sums.
+void round_rows_to_bf16(const float* x, int64_t num_rows, int64_t in_features, int64_t padded_in,
+                        uint16_t* out) {
+    for (int64_t r = 0; r < num_rows; ++r) {
+        const float* src = x + r * in_features;
+        uint16_t* dst = out + r * padded_in;
+        int64_t k = 0;
+        for (; k + 16 <= in_features; k += 16) {
+            __m256bh packed = _mm512_cvtneps_pbh(_mm512_loadu_ps(src + k));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), reinterpret_cast<__m256i&>(packed));
+        }
+        if (k < padded_in) {
+            __mmask16 tail = __mmask16((1u << (in_features - k < 16 ? in_features - k : 16)) - 1);
+            for (; k < padded_in; k += 16) {
+                __m512 values = _mm512_maskz_loadu_ps(k < in_features ? tail : 0, src + k);
+                __m256bh packed = _mm512_cvtneps_pbh(values);
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), reinterpret_cast<__m256i&>(packed));
+                tail = 0;
+            }
+        }
+    }
+}
+
+// acc rows r < R, outputs 64 of one tile: Σ over pairs p of w[p][lane][2] · x[r][2p..2p+1].
+template <int R>
+void micro_tile(const uint16_t* tile, int64_t num_pairs, const uint16_t* x, int64_t x_stride,
+                float* y, int64_t y_stride, int64_t count, const float* bias) {
+    __m512 acc[R][4];
+    for (int r = 0; r < R; ++r)
+        for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_ps();
+    const int32_t* x_pairs = reinterpret_cast<const int32_t*>(x);
+    const int64_t pair_stride = x_stride / 2;
+    for (int64_t p = 0; p < num_pairs; ++p) {
+        const uint16_t* wp = tile + p * kTileOutputs * 2;
+        __m512bh w[4];
+        for (int j = 0; j < 4; ++j) w[j] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(wp + 32 * j));
+        for (int r = 0; r < R; ++r) {
+            __m512bh xr = reinterpret_cast<__m512bh>(_mm512_set1_epi32(x_pairs[r * pair_stride + p]));
+            for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], w[j], xr);
+        }
+    }
+    for (int r = 0; r < R; ++r) {
+        float* out = y + r * y_stride;
+        for (int j = 0; j < 4; ++j) {
+            int64_t left = count - 16 * j;
+            if (left <= 0) break;
+            __mmask16 mask = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+            __m512 sum = acc[r][j];
+            if (bias) sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(mask, bias + 16 * j));
+            _mm512_mask_storeu_ps(out + 16 * j, mask, sum);
+        }
+    }
+}
+
+void run_row_block(int rows, const uint16_t* tile, int64_t num_pairs, const uint16_t* x,
+                   int64_t x_stride, float* y, int64_t y_stride, int64_t count, const float* bias) {
+    switch (rows) {
+        case 1: return micro_tile<1>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
+        case 2: return micro_tile<2>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
+        case 3: return micro_tile<3>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
+        case 4: return micro_tile<4>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
+        case 5: return micro_tile<5>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
+        default: return micro_tile<6>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
+    }
+}
+
+}  // namespace
+
+void linear_gemm_bf16_avx512(const float* x, int64_t num_rows, const PackedLinear& w,
+                             const float* bias, float* y) {
+    // Grows to the largest batch seen and is then reused: decode plans warm every bucket up
+    // before the first real step, so steps do not allocate.
+    thread_local std::vector<uint16_t> x_bf16;
+    size_t needed = size_t(num_rows * w.padded_in);
+    if (x_bf16.size() < needed) x_bf16.resize(needed);
+    round_rows_to_bf16(x, num_rows, w.in_features, w.padded_in, x_bf16.data());
+    const uint16_t* xb = x_bf16.data();
+    const auto* data = static_cast<const uint16_t*>(w.data);
+    const int64_t num_pairs = w.padded_in / 2;
+    parallel_for(w.num_tiles, [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) {
+            const uint16_t* tile = data + t * w.tile_elements();
+            int64_t n0 = t * kTileOutputs;
+            int64_t count = w.out_features - n0 < kTileOutputs ? w.out_features - n0 : kTileOutputs;
+            for (int64_t r = 0; r < num_rows; r += kRowBlock) {
+                int rows = int(num_rows - r < kRowBlock ? num_rows - r : kRowBlock);
+                run_row_block(rows, tile, num_pairs, xb + r * w.padded_in, w.padded_in,
+                              y + r * w.out_features + n0, w.out_features, count,
+                              bias ? bias + n0 : nullptr);
+            }
+        }
+    });
+}
+
+}  // namespace lmrun::kernels
