@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
+#include <tuple>
 #include <vector>
+
+#include "kernels/linear.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -38,6 +42,29 @@ TEST(Embedding, ManyTokensInParallel) {
     embedding_lookup(ids.data(), num_tokens, table.data(), DType::F32, dim, out.data());
     for (int64_t t = 0; t < num_tokens; ++t)
         for (int64_t d = 0; d < dim; ++d) ASSERT_EQ(out[t * dim + d], float(ids[t] * dim + d));
+}
+
+// A tied table is looked up in the packed LM head: same rows as the plain table, for odd
+// vocab/dim (partial tiles, odd k-pairs), both storage types, serial and parallel sizes.
+TEST(Embedding, PackedHeadRowsMatchThePlainTable) {
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (DType storage : {DType::F32, DType::BF16}) {
+        for (auto [vocab, dim, num_tokens] : {std::tuple<int64_t, int64_t, int64_t>{67, 33, 9}, {130, 257, 600}}) {
+            std::vector<float> table(size_t(vocab * dim));
+            for (float& v : table) v = dist(rng);
+            if (storage == DType::BF16)
+                for (float& v : table) v = bf16_to_f32(f32_to_bf16(v));
+            LinearWeight head = LinearWeight::pack(table.data(), DType::F32, vocab, dim, storage);
+            std::vector<int32_t> ids(static_cast<size_t>(num_tokens));
+            for (int64_t t = 0; t < num_tokens; ++t) ids[t] = int32_t((t * 53 + 5) % vocab);
+            ids[0] = int32_t(vocab - 1);
+            std::vector<float> want(size_t(num_tokens * dim)), got(want.size(), NAN);
+            embedding_lookup(ids.data(), num_tokens, table.data(), DType::F32, dim, want.data());
+            embedding_lookup_packed(ids.data(), num_tokens, head.packed(), got.data());
+            ASSERT_EQ(got, want) << dtype_name(storage) << " vocab " << vocab << " dim " << dim;
+        }
+    }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/op_profiler.h"
 #include "core/timer.h"
 #include "engine/llm_engine.h"
 
@@ -167,7 +168,10 @@ bool LLMEngine::abort_request(const std::string& request_id) {
 
 std::vector<RequestOutput> LLMEngine::step() {
     std::vector<RequestOutput> finished_outputs;
-    SchedulerOutput output = scheduler_->schedule();
+    SchedulerOutput output = [&] {
+        ScopedOp scope(Op::Schedule);
+        return scheduler_->schedule();
+    }();
     for (Sequence* seq : output.failed) process_finished(*seq, finished_outputs);
     if (output.scheduled.empty()) return finished_outputs;
     ++stats_.num_steps;
@@ -180,8 +184,12 @@ std::vector<RequestOutput> LLMEngine::step() {
                 std::min(entry.num_new_tokens, entry.seq->num_prompt_tokens - entry.seq->num_computed_tokens);
         }
     }
-    fill_runner_sequences(output);
+    {
+        ScopedOp scope(Op::PrepareInputs);
+        fill_runner_sequences(output);
+    }
     std::span<const SampleResult> results = runner_->run(runner_seqs_);
+    ScopedOp scope(Op::OutputProcessing);
     sampled_ids_.clear();
     for (const SampleResult& result : results) sampled_ids_.push_back(result.token_id);
     scheduler_->postprocess(output, sampled_ids_);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/op_profiler.h"
 
 namespace lmrun {
 
@@ -161,11 +162,17 @@ std::span<const SampleResult> ModelRunner::run(std::span<const RunnerSequence> s
     });
     DecodePlan* plan = decode_only ? find_plan(int64_t(seqs.size())) : nullptr;
     if (plan) {
-        ForwardContext context = prepare_decode(seqs, *plan);
+        ForwardContext context = [&] {
+            ScopedOp scope(Op::PrepareInputs);
+            return prepare_decode(seqs, *plan);
+        }();
         return compute_and_sample(context, *kv_cache_, seqs,
                                   std::span<const int32_t>(plan->inputs.logit_rows.data(), plan->batch_size));
     }
-    ForwardContext context = prepare_prefill(seqs, prefill_inputs_);
+    ForwardContext context = [&] {
+        ScopedOp scope(Op::PrepareInputs);
+        return prepare_prefill(seqs, prefill_inputs_);
+    }();
     LMRUN_CHECK(context.num_tokens <= buffers_.max_num_tokens, "step has more tokens than max_num_batched_tokens");
     int64_t num_sampled = std::count_if(seqs.begin(), seqs.end(), [](const auto& seq) { return seq.sample; });
     return compute_and_sample(context, *kv_cache_, seqs,
@@ -178,6 +185,7 @@ std::span<const SampleResult> ModelRunner::compute_and_sample(const ForwardConte
     model_->forward(context, cache.layers(), buffers_);
     if (logit_rows.empty()) return {};
     model_->compute_logits(logit_rows, buffers_, context.linear_path);
+    ScopedOp scope(Op::Sampling);
     int64_t num_sampled = 0;
     for (const RunnerSequence& seq : seqs) {
         if (seq.sample) sampling_inputs_[num_sampled++] = seq.sampling;

@@ -21,4 +21,26 @@ void embedding_lookup(const int32_t* token_ids, int64_t num_tokens, const void* 
     parallel_for(num_tokens, copy_rows);
 }
 
+void embedding_lookup_packed(const int32_t* token_ids, int64_t num_tokens, const PackedLinear& table,
+                             float* out) {
+    const int64_t dim = table.in_features;
+    auto copy_rows = [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) {
+            const int32_t id = token_ids[t];
+            LMRUN_CHECK(id >= 0 && id < table.out_features, "token id %d outside the table", id);
+            float* row = out + t * dim;
+            const int64_t lane_offset = packed_offset(table, id, 0);
+            if (table.dtype == DType::BF16) {
+                const uint16_t* pairs = static_cast<const uint16_t*>(table.data) + lane_offset;
+                for (int64_t k = 0; k < dim; ++k) row[k] = bf16_to_f32(pairs[(k / 2) * kTileOutputs * 2 + (k % 2)]);
+            } else {
+                const float* column = static_cast<const float*>(table.data) + lane_offset;
+                for (int64_t k = 0; k < dim; ++k) row[k] = column[k * kTileOutputs];
+            }
+        }
+    };
+    if (num_tokens * dim < (1 << 16)) return copy_rows(0, num_tokens);
+    parallel_for(num_tokens, copy_rows);
+}
+
 }  // namespace lmrun::kernels

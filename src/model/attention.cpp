@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/op_profiler.h"
 #include "kernels/norm.h"
 #include "kernels/rope.h"
 
@@ -47,14 +48,28 @@ void Attention::forward(const ForwardContext& context, const float* hidden, cons
     float* k = qkv + num_heads * head_dim;
     float* v = k + num_kv_heads * head_dim;
 
-    qkv_proj.forward(hidden, rows, qkv, context.linear_path);
-    if (q_norm) normalize_heads(qkv, tokens);
-    kernels::apply_rope(q, tokens, num_heads, head_dim, stride, context.positions, rope_cos_sin);
-    kernels::apply_rope(k, tokens, num_kv_heads, head_dim, stride, context.positions, rope_cos_sin);
-    kernels::store_kvcache(k, v, stride, tokens, context.slot_mapping, cache);
+    {
+        ScopedOp scope(Op::QkvProj);
+        qkv_proj.forward(hidden, rows, qkv, context.linear_path);
+    }
+    {
+        ScopedOp scope(Op::QkNormRope);
+        if (q_norm) normalize_heads(qkv, tokens);
+        kernels::apply_rope(q, tokens, num_heads, head_dim, stride, context.positions, rope_cos_sin);
+        kernels::apply_rope(k, tokens, num_kv_heads, head_dim, stride, context.positions, rope_cos_sin);
+    }
+    {
+        ScopedOp scope(Op::KvStore);
+        kernels::store_kvcache(k, v, stride, tokens, context.slot_mapping, cache);
+    }
     float* attn_out = buffers.attn_out.data<float>();
-    kernels::paged_attention(q, stride, context.num_seqs, context.cu_seqlens_q, context.context_lens,
-                             context.block_tables, context.max_blocks_per_seq, cache, num_heads, scale_, attn_out);
+    {
+        ScopedOp scope(Op::Attention);
+        kernels::paged_attention(q, stride, context.num_seqs, context.cu_seqlens_q, context.context_lens,
+                                 context.block_tables, context.max_blocks_per_seq, cache, num_heads, scale_,
+                                 attn_out);
+    }
+    ScopedOp scope(Op::OProj);
     o_proj.forward(attn_out, rows, out, context.linear_path);
 }
 

@@ -1,5 +1,6 @@
 #include "model/causal_lm.h"
 
+#include "core/op_profiler.h"
 #include "core/parallel.h"
 #include "kernels/rope.h"
 
@@ -82,11 +83,14 @@ Status CausalLM::load_weights(const Checkpoint& checkpoint) {
     // Tied models use the embedding table even when the file also stores lm_head.weight.
     if (config_.tie_word_embeddings) {
         lm_head_.tie_to(embed_tokens_);
+        lm_head_.finalize();
+        // Rounding to the storage dtype is the same either way, so the lookup reads the head.
+        embed_tokens_.share_with(lm_head_.packed());
     } else {
         LMRUN_ASSIGN_OR_RETURN(src, checkpoint.get("lm_head.weight"));
         LMRUN_RETURN_IF_ERROR(lm_head_.load_weight(*src));
+        lm_head_.finalize();
     }
-    lm_head_.finalize();
     return ok_status();
 }
 
@@ -94,13 +98,17 @@ void CausalLM::forward(const ForwardContext& context, std::span<const kernels::K
                        ActivationBuffers& buffers) const {
     LMRUN_CHECK(context.num_padded_tokens <= buffers.max_num_tokens, "step larger than the activation buffers");
     LMRUN_CHECK(kv_layers.size() == layers_.size(), "one KV cache layer per decoder layer");
-    embed_tokens_.forward(context.input_ids, context.num_padded_tokens, buffers.hidden.data<float>());
+    {
+        ScopedOp scope(Op::Embedding);
+        embed_tokens_.forward(context.input_ids, context.num_padded_tokens, buffers.hidden.data<float>());
+    }
     for (size_t i = 0; i < layers_.size(); ++i) {
         layers_[i].forward(context, i == 0, kv_layers[i], rope_cos_sin_.data(), buffers);
     }
 }
 
 void CausalLM::compute_logits(std::span<const int32_t> rows, ActivationBuffers& buffers, LinearPath path) const {
+    ScopedOp scope(Op::LmHead);
     const int64_t num_rows = int64_t(rows.size());
     LMRUN_CHECK(num_rows <= buffers.max_num_logit_rows, "more logit rows than buffered");
     const int64_t hidden_size = config_.hidden_size;
@@ -117,7 +125,8 @@ void CausalLM::compute_logits(std::span<const int32_t> rows, ActivationBuffers& 
 }
 
 size_t CausalLM::weight_nbytes() const {
-    size_t total = embed_tokens_.table().nbytes() + lm_head_.weight_nbytes();
+    const Tensor& table = embed_tokens_.table();  // empty when tied: the head holds it
+    size_t total = (table.empty() ? 0 : table.nbytes()) + lm_head_.weight_nbytes();
     for (const DecoderLayer& layer : layers_) {
         total += layer.self_attn.qkv_proj.weight_nbytes() + layer.self_attn.o_proj.weight_nbytes() +
                  layer.mlp.gate_up_proj.weight_nbytes() + layer.mlp.down_proj.weight_nbytes();

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/op_profiler.h"
 #include "kernels/activation.h"
 
 namespace lmrun {
@@ -13,8 +14,15 @@ MLP::MLP(const ModelConfig& config, DType dtype, const ParallelConfig& parallel)
 void MLP::forward(const float* x, int64_t num_rows, LinearPath path, ActivationBuffers& buffers, float* out) const {
     float* gate_up = buffers.gate_up.data<float>();
     float* act = buffers.mlp_act.data<float>();
-    gate_up_proj.forward(x, num_rows, gate_up, path);
-    kernels::silu_and_mul(gate_up, num_rows, down_proj.in_features(), act);
+    {
+        ScopedOp scope(Op::GateUpProj);
+        gate_up_proj.forward(x, num_rows, gate_up, path);
+    }
+    {
+        ScopedOp scope(Op::SiluMul);
+        kernels::silu_and_mul(gate_up, num_rows, down_proj.in_features(), act);
+    }
+    ScopedOp scope(Op::DownProj);
     down_proj.forward(act, num_rows, out, path);
 }
 
@@ -34,14 +42,20 @@ void DecoderLayer::forward(const ForwardContext& context, bool first_layer, cons
     const int64_t rows = context.num_padded_tokens;
     float* hidden = buffers.hidden.data<float>();
     float* residual = buffers.residual.data<float>();
-    if (first_layer) {
-        std::memcpy(residual, hidden, size_t(rows) * input_layernorm.dim() * sizeof(float));
-        input_layernorm.forward(residual, rows, hidden);
-    } else {
-        input_layernorm.forward_add(hidden, residual, rows);
+    {
+        ScopedOp scope(Op::Norm);
+        if (first_layer) {
+            std::memcpy(residual, hidden, size_t(rows) * input_layernorm.dim() * sizeof(float));
+            input_layernorm.forward(residual, rows, hidden);
+        } else {
+            input_layernorm.forward_add(hidden, residual, rows);
+        }
     }
     self_attn.forward(context, hidden, cache, rope_cos_sin, buffers, hidden);
-    post_attention_layernorm.forward_add(hidden, residual, rows);
+    {
+        ScopedOp scope(Op::Norm);
+        post_attention_layernorm.forward_add(hidden, residual, rows);
+    }
     mlp.forward(hidden, rows, context.linear_path, buffers, hidden);
 }
 

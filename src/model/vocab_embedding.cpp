@@ -17,7 +17,15 @@ Status VocabParallelEmbedding::load_weight(const TensorInfo& src) {
 
 void VocabParallelEmbedding::forward(const int32_t* token_ids, int64_t num_tokens, float* out) const {
     // Tensor parallelism > 1 would zero the rows of ids outside this rank's range and all-reduce.
+    if (!tied_head_.empty()) return kernels::embedding_lookup_packed(token_ids, num_tokens, tied_head_.packed(), out);
     kernels::embedding_lookup(token_ids, num_tokens, table_.raw(), table_.dtype(), hidden_size_, out);
+}
+
+void VocabParallelEmbedding::share_with(const kernels::LinearWeight& head) {
+    LMRUN_CHECK(head.out_features() == table_.dim(0) && head.in_features() == hidden_size_,
+                "a tied LM head has the embedding table's shape");
+    tied_head_ = head;
+    table_ = Tensor();
 }
 
 ParallelLMHead::ParallelLMHead(int64_t vocab_size, int64_t hidden_size, DType dtype, const ParallelConfig& parallel)

@@ -18,13 +18,17 @@ public:
     Status load_weight(const TensorInfo& src);
     // out[num_tokens, hidden] = table[token_ids]
     void forward(const int32_t* token_ids, int64_t num_tokens, float* out) const;
+    // Empty once shared_with() a tied head: the lookup then reads the head's packed weight.
     const Tensor& table() const { return table_; }
+    // Drops the table and looks rows up in `head` (the tied LM head built from it).
+    void share_with(const kernels::LinearWeight& head);
     int64_t vocab_size() const { return vocab_size_; }
 
 private:
     int64_t vocab_size_;
     int64_t hidden_size_;
     Tensor table_;  // [vocab_size / tp, hidden] in the storage dtype
+    kernels::LinearWeight tied_head_;
     ParallelConfig parallel_;
 };
 
@@ -39,6 +43,7 @@ public:
     void forward(const float* hidden, int64_t num_rows, float* logits, LinearPath path) const;
     int64_t vocab_size() const { return vocab_size_; }
     size_t weight_nbytes() const { return packed_.nbytes(); }
+    const kernels::LinearWeight& packed() const { return packed_; }
 
 private:
     int64_t vocab_size_;

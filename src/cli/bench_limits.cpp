@@ -1,0 +1,104 @@
+#include "cli/bench_limits.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "core/parallel.h"
+#include "core/timer.h"
+#include "kernels/linear.h"
+#include "kernels/linear_onednn.h"
+
+namespace lmrun::cli {
+namespace {
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+}
+
+// Sums [begin, end) as kStreams interleaved sequential streams: one stream per thread leaves
+// bandwidth unused on this machine class (~23 vs ~35 GB/s), as the decode GEMV also found.
+float sum_streams(const float* data, int64_t begin, int64_t end) {
+    constexpr int kStreams = 4;
+    const int64_t length = (end - begin) / kStreams / 8 * 8;
+    __m256 sums[kStreams];
+    for (auto& sum : sums) sum = _mm256_setzero_ps();
+    for (int64_t i = 0; i < length; i += 8) {
+        for (int s = 0; s < kStreams; ++s) {
+            sums[s] = _mm256_add_ps(sums[s], _mm256_loadu_ps(data + begin + s * length + i));
+        }
+    }
+    __m256 total = sums[0];
+    for (int s = 1; s < kStreams; ++s) total = _mm256_add_ps(total, sums[s]);
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, total);
+    float result = 0;
+    for (float lane : lanes) result += lane;
+    return result;
+}
+
+}  // namespace
+
+double measure_read_bandwidth(int64_t buffer_bytes, int repeats) {
+    const int64_t count = buffer_bytes / int64_t(sizeof(float));
+    std::unique_ptr<float[]> buffer(new float[size_t(count)]);
+    parallel_for(count, [&](int64_t begin, int64_t end) {  // each thread faults in its own part
+        std::fill(buffer.get() + begin, buffer.get() + end, 1.0f);
+    });
+    std::vector<double> rates;
+    volatile float sink = 0;
+    for (int r = 0; r < repeats + 1; ++r) {
+        Stopwatch timer;
+        std::vector<float> partial(size_t(omp_get_max_threads()), 0.0f);
+        parallel_for(count, [&](int64_t begin, int64_t end) {
+            partial[size_t(omp_get_thread_num())] += sum_streams(buffer.get(), begin, end);
+        });
+        double seconds = timer.elapsed_seconds();
+        for (float p : partial) sink = sink + p;
+        if (r > 0) rates.push_back(double(buffer_bytes) / seconds);  // the first run warms up
+    }
+    return median(rates);
+}
+
+void measure_gemm_peak(MachineLimits& limits, int repeats) {
+    constexpr int64_t kRows = 512, kOut = 4096, kIn = 4096;
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
+    std::vector<float> w(size_t(kOut * kIn)), x(size_t(kRows * kIn)), y(size_t(kRows * kOut));
+    for (float& v : w) v = dist(rng);
+    for (float& v : x) v = dist(rng);
+    kernels::LinearWeight weight = kernels::LinearWeight::pack(w.data(), DType::F32, kOut, kIn, DType::BF16);
+    const double flops = 2.0 * double(kRows) * double(kOut) * double(kIn);
+    auto rate = [&](auto&& call) {
+        call();  // warm-up: primitive creation, first touch
+        std::vector<double> rates;
+        for (int r = 0; r < repeats; ++r) {
+            Stopwatch timer;
+            call();
+            rates.push_back(flops / timer.elapsed_seconds());
+        }
+        return median(rates);
+    };
+    double engine = rate([&] { kernels::linear(x.data(), kRows, weight, nullptr, y.data()); });
+    limits.onednn_flops_per_s = rate([&] { kernels::linear_onednn(x.data(), kRows, weight, nullptr, y.data()); });
+    limits.gemm_flops_per_s = std::max(engine, limits.onednn_flops_per_s);
+}
+
+MachineLimits measure_machine_limits() {
+    MachineLimits limits;
+    limits.read_bytes_per_s = measure_read_bandwidth();
+    measure_gemm_peak(limits);
+    return limits;
+}
+
+double roofline_seconds(const MachineLimits& limits, double weight_bytes, double flops) {
+    return std::max(weight_bytes / limits.read_bytes_per_s, flops / limits.gemm_flops_per_s);
+}
+
+}  // namespace lmrun::cli
