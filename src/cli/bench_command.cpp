@@ -1,21 +1,25 @@
-// lmrun bench: prefill and decode throughput of the execution core (ModelRunner)
-// on a model folder, or on a random-weight checkpoint of a known shape that it
-// writes first (e.g. --random qwen3-0.6b). Times are medians of --repeats runs.
+// lmrun bench: prefill, decode and engine throughput on a model folder, or on a random-weight
+// checkpoint of a known shape that it writes first (e.g. --random qwen3-0.6b). It measures the
+// machine's own limits first (bench_limits.h) and reports every figure also as a fraction of
+// its roofline and against the project's targets (issue 5). Times are medians of --repeats runs.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <random>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_limits.h"
 #include "cli/bench_offline.h"
+#include "cli/bench_plot.h"
+#include "cli/bench_workloads.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
+#include "core/cpu_features.h"
 #include "core/logging.h"
+#include "core/memory_info.h"
 #include "core/parallel.h"
-#include "core/timer.h"
 #include "engine/llm_engine.h"
 #include "engine/model_runner.h"
 #include "model/random_checkpoint.h"
@@ -28,18 +32,23 @@ struct BenchArgs {
     std::string random_preset;
     std::string random_dir = "/tmp/lmrun-random-models";
     std::string dtype = "auto";
-    std::vector<int64_t> prompt_lens{512};
-    std::vector<int64_t> decode_batches{1, 8, 32, 64};
+    std::vector<int64_t> prompt_lens{128, 512, 2048};
+    std::vector<int64_t> decode_batches{1, 8, 32, 64, 128};
     int64_t decode_context = 128;
-    int64_t decode_steps = 16;
+    int64_t decode_steps = 8;
+    std::vector<int64_t> context_sweep{256, 4096};  // decode at these contexts, batch context_batch
+    int64_t context_batch = 8;
+    int64_t engine_batch = 64;  // engine overhead per decode step at this batch (0 = skip)
     int64_t repeats = 3;
     int threads = 0;
     std::string json_path;
+    std::string plot_path;
+    bool profile = false;
     int64_t offline_requests = 0;  // > 0: also run the offline throughput workload
     std::vector<int64_t> offline_prompt_range{100, 512};
     std::vector<int64_t> offline_output_range{100, 512};
     int64_t offline_max_num_seqs = 64;
-    double kv_cache_memory_gib = 4;
+    double kv_cache_memory_gib = 2;
 };
 
 Result<std::string> prepare_model(const BenchArgs& args) {
@@ -58,61 +67,251 @@ Result<std::string> prepare_model(const BenchArgs& args) {
     return dir;
 }
 
-double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    return values[values.size() / 2];
+// Median by step time; the op breakdown comes from the same run.
+StepTiming median_timing(std::vector<StepTiming> runs) {
+    std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.seconds < b.seconds; });
+    return runs[runs.size() / 2];
 }
 
-std::vector<int32_t> random_tokens(int64_t count, int64_t vocab, uint64_t seed) {
-    std::mt19937_64 rng(seed);
-    std::vector<int32_t> ids(static_cast<size_t>(count));
-    for (auto& id : ids) id = int32_t(rng() % uint64_t(vocab));
-    return ids;
+template <typename Fn>
+StepTiming repeat(int64_t repeats, Fn&& run) {
+    std::vector<StepTiming> runs;
+    for (int64_t r = 0; r < repeats; ++r) runs.push_back(run());
+    return median_timing(runs);
 }
 
-std::vector<int32_t> block_range(int64_t first, int64_t count) {
-    std::vector<int32_t> blocks(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i) blocks[i] = int32_t(first + i);
-    return blocks;
+// One line of the report: a throughput, the bound the in-run limits put on it, a target.
+struct Row {
+    std::string name;
+    double tokens_per_s = 0;
+    double ms = 0;
+    double roofline_tokens_per_s = 0;
+    std::string target;
+    bool has_target = false;
+    bool met = false;
+    OpSeconds op_seconds{};
+};
+
+Row make_row(std::string name, double tokens_per_s, double ms) {
+    Row row;
+    row.name = std::move(name);
+    row.tokens_per_s = tokens_per_s;
+    row.ms = ms;
+    return row;
 }
 
-// Seconds to prefill one prompt of `length` tokens, in chunks of max_num_batched_tokens.
-double time_prefill(ModelRunner& runner, int64_t length) {
-    auto ids = random_tokens(length, runner.model().config().vocab_size, uint64_t(length));
-    auto blocks = block_range(0, (length + runner.block_size() - 1) / runner.block_size());
-    const int64_t chunk = runner.config().max_num_batched_tokens;
-    Stopwatch timer;
-    for (int64_t done = 0; done < length; done += chunk) {
-        RunnerSequence seq{ids, blocks, done, std::min(chunk, length - done), done + chunk >= length, {}};
-        runner.run(std::span(&seq, 1));
+class Report {
+public:
+    void add(Row row) {
+        std::cout << format(row) << std::flush;
+        rows_.push_back(std::move(row));
     }
-    return timer.elapsed_seconds();
+    void print_header() const {
+        std::cout << fmt::format("{:<30} {:>10} {:>10} {:>10} {:>7}   {}\n", "workload", "tokens/s", "ms/step",
+                                 "roofline", "% roof", "target");
+    }
+    const std::vector<Row>& rows() const { return rows_; }
+    nlohmann::json to_json() const {
+        nlohmann::json list = nlohmann::json::array();
+        for (const Row& row : rows_) {
+            nlohmann::json entry = {{"workload", row.name}, {"tokens_per_s", row.tokens_per_s}, {"ms_per_step", row.ms}};
+            if (row.roofline_tokens_per_s > 0) {
+                entry["roofline_tokens_per_s"] = row.roofline_tokens_per_s;
+                entry["fraction_of_roofline"] = row.tokens_per_s / row.roofline_tokens_per_s;
+            }
+            if (row.has_target) entry["target"] = row.target, entry["target_met"] = row.met;
+            list.push_back(entry);
+        }
+        return list;
+    }
+
+private:
+    static std::string format(const Row& row) {
+        std::string roof = row.roofline_tokens_per_s > 0 ? fmt::format("{:.1f}", row.roofline_tokens_per_s) : "";
+        std::string percent =
+            row.roofline_tokens_per_s > 0 ? fmt::format("{:.0f}%", 100 * row.tokens_per_s / row.roofline_tokens_per_s) : "";
+        std::string target = row.has_target ? fmt::format("{} ({})", row.target, row.met ? "met" : "MISSED") : "";
+        return fmt::format("{:<30} {:>10.1f} {:>10.2f} {:>10} {:>7}   {}\n", row.name, row.tokens_per_s, row.ms, roof,
+                           percent, target);
+    }
+    std::vector<Row> rows_;
+};
+
+void print_profile(const std::vector<Row>& rows) {
+    std::vector<const Row*> profiled;
+    for (const Row& row : rows) {
+        double total = 0;
+        for (double s : row.op_seconds) total += s;
+        if (total > 0) profiled.push_back(&row);
+    }
+    if (profiled.empty()) return;
+    std::cout << "\nper-op time, ms per step (share of the step)\n" << fmt::format("{:<22}", "op");
+    for (const Row* row : profiled) std::cout << fmt::format(" {:>22}", row->name);
+    std::cout << "\n";
+    for (size_t op = 0; op < size_t(Op::kCount); ++op) {
+        bool any = std::any_of(profiled.begin(), profiled.end(), [&](const Row* r) { return r->op_seconds[op] > 0; });
+        if (!any) continue;
+        std::cout << fmt::format("{:<22}", op_name(Op(op)));
+        for (const Row* row : profiled) {
+            std::cout << fmt::format(" {:>13.2f} ({:>4.1f}%)", row->op_seconds[op] * 1e3,
+                                     100 * row->op_seconds[op] / (row->ms * 1e-3));
+        }
+        std::cout << "\n";
+    }
 }
 
-// Seconds per decode step of `batch` sequences that each hold `context` tokens.
-double time_decode_step(ModelRunner& runner, int64_t batch, int64_t context, int64_t steps) {
-    const int64_t total = context + steps;
-    const int64_t blocks_per_seq = (total + runner.block_size() - 1) / runner.block_size();
-    std::vector<std::vector<int32_t>> ids, blocks;
-    for (int64_t s = 0; s < batch; ++s) {
-        ids.push_back(random_tokens(total, runner.model().config().vocab_size, uint64_t(s)));
-        blocks.push_back(block_range(s * blocks_per_seq, blocks_per_seq));
+struct BenchContext {
+    const BenchArgs& args;
+    MachineLimits limits;
+    ModelCost cost;
+    Report report;
+};
+
+void run_prefill_sweep(BenchContext& bench, ModelRunner& runner) {
+    for (int64_t length : bench.args.prompt_lens) {
+        StepTiming timing = repeat(bench.args.repeats, [&] { return time_prefill(runner, length); });
+        Row row = make_row(fmt::format("prefill {}", length), double(length) / timing.seconds, timing.seconds * 1e3);
+        double flops = bench.cost.flops(double(length), double(length) / 2, 1);
+        row.roofline_tokens_per_s = double(length) / roofline_seconds(bench.limits, bench.cost.weight_bytes, flops);
+        if (length == 512) row.has_target = true, row.target = ">= 800 tok/s", row.met = row.tokens_per_s >= 800;
+        row.op_seconds = timing.op_seconds;
+        bench.report.add(row);
     }
-    std::vector<RunnerSequence> seqs(static_cast<size_t>(batch));
-    for (int64_t s = 0; s < batch; ++s) {  // fill the context one sequence at a time
-        seqs[s] = RunnerSequence{ids[s], blocks[s], 0, context, true, {}};
-        runner.run(std::span(&seqs[s], 1));
+}
+
+// Roofline of a decode step: weights and every sequence's KV read once, all FLOPs done.
+double decode_roofline(const BenchContext& bench, int64_t batch, int64_t context) {
+    double bytes = bench.cost.weight_bytes + double(batch * context) * bench.cost.kv_bytes_per_token;
+    double flops = bench.cost.flops(double(batch), double(context), double(batch));
+    return double(batch) / roofline_seconds(bench.limits, bytes, flops);
+}
+
+std::vector<PlotPoint> run_decode_sweep(BenchContext& bench, ModelRunner& runner) {
+    const BenchArgs& args = bench.args;
+    std::vector<PlotPoint> points;
+    for (int64_t batch : args.decode_batches) {
+        StepTiming timing =
+            repeat(args.repeats, [&] { return time_decode_step(runner, batch, args.decode_context, args.decode_steps); });
+        Row row = make_row(fmt::format("decode batch {}", batch), double(batch) / timing.seconds, timing.seconds * 1e3);
+        row.roofline_tokens_per_s = decode_roofline(bench, batch, args.decode_context);
+        if (batch == 1) {
+            row.has_target = true;
+            row.target = ">= 85% of roofline";
+            row.met = row.tokens_per_s >= 0.85 * row.roofline_tokens_per_s;
+        }
+        if (batch == 64) row.has_target = true, row.target = ">= 600 tok/s", row.met = row.tokens_per_s >= 600;
+        row.op_seconds = timing.op_seconds;
+        points.push_back({double(batch), row.tokens_per_s, row.roofline_tokens_per_s});
+        bench.report.add(row);
     }
-    Stopwatch timer;
-    for (int64_t step = 0; step < steps; ++step) {
-        for (int64_t s = 0; s < batch; ++s) seqs[s] = RunnerSequence{ids[s], blocks[s], context + step, 1, true, {}};
-        runner.run(seqs);
+    return points;
+}
+
+void run_context_sweep(BenchContext& bench, ModelRunner& runner) {
+    const BenchArgs& args = bench.args;
+    double first_seconds = 0;
+    for (int64_t context : args.context_sweep) {
+        StepTiming timing =
+            repeat(args.repeats, [&] { return time_decode_step(runner, args.context_batch, context, args.decode_steps); });
+        Row row = make_row(fmt::format("decode b{} context {}", args.context_batch, context),
+                double(args.context_batch) / timing.seconds, timing.seconds * 1e3);
+        row.roofline_tokens_per_s = decode_roofline(bench, args.context_batch, context);
+        if (first_seconds == 0) {
+            first_seconds = timing.seconds;
+        } else {
+            double ratio = timing.seconds / first_seconds;
+            row.has_target = true;
+            row.target = fmt::format("step {:.2f}x of context {}, <= 2x", ratio, args.context_sweep.front());
+            row.met = ratio <= 2.0;
+        }
+        row.op_seconds = timing.op_seconds;
+        bench.report.add(row);
     }
-    return timer.elapsed_seconds() / double(steps);
+}
+
+EngineConfig engine_config_for(const BenchArgs& args, const std::string& model_dir, DType dtype) {
+    EngineConfig config;
+    config.model_dir = model_dir;
+    config.dtype = dtype == DType::F32 ? "float32" : "bfloat16";
+    config.num_threads = args.threads;
+    config.runner.max_num_batched_tokens = 2048;
+    config.runner.kv_cache_memory_bytes = int64_t(args.kv_cache_memory_gib * double(1ll << 30));
+    return config;
+}
+
+Status run_engine_workloads(BenchContext& bench, const std::string& model_dir, const ModelConfig& model_config,
+                            DType dtype) {
+    const BenchArgs& args = bench.args;
+    if (args.engine_batch > 0) {
+        EngineConfig config = engine_config_for(args, model_dir, dtype);
+        config.runner.max_num_seqs = args.engine_batch;
+        config.runner.max_model_len = std::min<int64_t>(model_config.max_position_embeddings, 256);
+        LMRUN_ASSIGN_OR_RETURN(EngineDecodeTiming timing, time_engine_decode(config, args.engine_batch, 128, 8));
+        double share = timing.overhead_seconds_per_step / timing.seconds_per_step;
+        Row row = make_row(fmt::format("engine decode batch {}", args.engine_batch),
+                double(args.engine_batch) / timing.seconds_per_step, timing.seconds_per_step * 1e3);
+        row.has_target = true;
+        row.target = fmt::format("overhead {:.2f}% of the step, < 5%", 100 * share);
+        row.met = share < 0.05;
+        bench.report.add(row);
+    }
+    if (args.offline_requests > 0) {
+        EngineConfig config = engine_config_for(args, model_dir, dtype);
+        config.runner.max_num_seqs = args.offline_max_num_seqs;
+        config.runner.max_model_len = std::min(model_config.max_position_embeddings,
+                                               args.offline_prompt_range[1] + args.offline_output_range[1] + 16);
+        OfflineWorkload workload;
+        workload.num_requests = args.offline_requests;
+        workload.min_prompt_len = args.offline_prompt_range[0];
+        workload.max_prompt_len = args.offline_prompt_range[1];
+        workload.min_output_len = args.offline_output_range[0];
+        workload.max_output_len = args.offline_output_range[1];
+        LMRUN_ASSIGN_OR_RETURN(OfflineResult offline, run_offline_workload(config, workload));
+        Row row = make_row(fmt::format("offline {} req (output)", args.offline_requests),
+                double(offline.output_tokens) / offline.seconds, 0);
+        row.has_target = true, row.target = ">= 400 tok/s", row.met = row.tokens_per_s >= 400;
+        bench.report.add(row);
+    }
+    return ok_status();
+}
+
+ModelRunnerConfig runner_config_for(const BenchArgs& args, const ModelConfig& config, const ModelCost& cost) {
+    const int64_t max_batch = *std::max_element(args.decode_batches.begin(), args.decode_batches.end());
+    const int64_t max_prompt = *std::max_element(args.prompt_lens.begin(), args.prompt_lens.end());
+    int64_t max_context = args.decode_context;
+    for (int64_t context : args.context_sweep) max_context = std::max(max_context, context);
+    ModelRunnerConfig runner;
+    runner.max_num_seqs = std::max(max_batch, args.context_batch);
+    runner.max_num_batched_tokens = std::min<int64_t>(std::max(max_prompt, args.decode_context), 2048);
+    runner.max_model_len =
+        std::min(config.max_position_embeddings, std::max(max_prompt, max_context + args.decode_steps) + 16);
+    // Room for the largest workload, and at least the --kv-cache-memory budget.
+    auto blocks = [&](int64_t batch, int64_t tokens) { return batch * ((tokens + runner.block_size - 1) / runner.block_size); };
+    int64_t blocks_needed = std::max(blocks(1, max_prompt), blocks(max_batch, args.decode_context + args.decode_steps));
+    for (int64_t context : args.context_sweep) {
+        blocks_needed = std::max(blocks_needed, blocks(args.context_batch, context + args.decode_steps));
+    }
+    double needed_bytes = double(blocks_needed * runner.block_size) * cost.kv_bytes_per_token;
+    runner.kv_cache_memory_bytes = int64_t(std::max(needed_bytes, args.kv_cache_memory_gib * double(1ll << 30)));
+    return runner;
+}
+
+// Resident memory against the bound of issue 5: weights + KV arena + 300 MiB.
+void report_memory(const ModelRunner& runner, nlohmann::json& json) {
+    const double mib = double(1 << 20);
+    double weights = double(runner.model().weight_nbytes()), kv = double(runner.kv_cache_shape().total_bytes());
+    double peak = double(peak_resident_memory_bytes()), bound = weights + kv + 300 * mib;
+    std::cout << fmt::format("memory: peak RSS {:.0f} MiB = weights {:.0f} + KV {:.0f} + {:.0f} MiB other; "
+                             "bound weights + KV + 300 MiB = {:.0f} MiB ({})\n",
+                             peak / mib, weights / mib, kv / mib, (peak - weights - kv) / mib, bound / mib,
+                             peak <= bound ? "met" : "MISSED");
+    json["memory"] = {{"peak_rss_bytes", peak}, {"weight_bytes", weights}, {"kv_cache_bytes", kv},
+                      {"bound_bytes", bound}, {"target_met", peak <= bound}};
 }
 
 int run_bench(const BenchArgs& args) {
     configure_threads(args.threads);
+    OpProfiler::instance().set_enabled(args.profile);
     auto model_dir = prepare_model(args);
     if (!model_dir.ok()) return log_error("{}", model_dir.error().message), 2;
     auto config = load_model_config(model_dir.value());
@@ -120,69 +319,46 @@ int run_bench(const BenchArgs& args) {
     auto resolved_dtype = resolve_weight_dtype(args.dtype, config.value());
     if (!resolved_dtype.ok()) return log_error("{}", resolved_dtype.error().message), 2;
     const DType dtype = resolved_dtype.value();
+
+    BenchContext bench{args, {}, model_cost(config.value(), dtype, dtype), {}};
+    log_info("measuring this machine's limits ({} threads, {} kernels)", num_threads(), isa_name(kernel_isa()));
+    bench.limits = measure_machine_limits();
+    std::cout << fmt::format("limits: read bandwidth {:.1f} GB/s, BF16 GEMM peak {:.0f} GFLOP/s (oneDNN {:.0f})\n",
+                             bench.limits.read_bytes_per_s / 1e9, bench.limits.gemm_flops_per_s / 1e9,
+                             bench.limits.onednn_flops_per_s / 1e9);
+    std::cout << fmt::format("model: {:.0f} MiB of weights read per forward, {:.2f} GFLOP per token (+ attention)\n",
+                             bench.cost.weight_bytes / double(1 << 20),
+                             2 * (bench.cost.layer_params + bench.cost.lm_head_params) / 1e9);
+
     auto model = CausalLM::load(model_dir.value(), config.value(), dtype);
     if (!model.ok()) return log_error("{}", model.error().message), 1;
-    const int64_t max_batch = *std::max_element(args.decode_batches.begin(), args.decode_batches.end());
-    const int64_t max_prompt = *std::max_element(args.prompt_lens.begin(), args.prompt_lens.end());
-    ModelRunnerConfig runner_config;
-    runner_config.max_num_seqs = max_batch;
-    runner_config.max_num_batched_tokens = std::min<int64_t>(std::max(max_prompt, args.decode_context), 2048);
-    runner_config.max_model_len = std::min(config->max_position_embeddings,
-                                           std::max(max_prompt, args.decode_context + args.decode_steps) + 16);
-    const int64_t blocks_needed = std::max((max_prompt + 255) / 256,
-                                           max_batch * ((args.decode_context + args.decode_steps + 255) / 256));
-    auto runner_result = ModelRunner::create(std::move(model).value(), runner_config);
-    if (!runner_result.ok()) return log_error("{}", runner_result.error().message), 1;
-    ModelRunner& runner = *runner_result.value();
-    if (runner.num_kv_blocks() < blocks_needed) {
-        return log_error("KV cache too small for the benchmark: {} blocks, need {}", runner.num_kv_blocks(),
-                         blocks_needed), 1;
+    auto runner = ModelRunner::create(std::move(model).value(), runner_config_for(args, config.value(), bench.cost));
+    if (!runner.ok()) return log_error("{}", runner.error().message), 1;
+    nlohmann::json json = {{"model", model_dir.value()},
+                           {"dtype", dtype_name(dtype)},
+                           {"threads", num_threads()},
+                           {"isa", isa_name(kernel_isa())},
+                           {"limits",
+                            {{"read_bytes_per_s", bench.limits.read_bytes_per_s},
+                             {"gemm_flops_per_s", bench.limits.gemm_flops_per_s},
+                             {"onednn_flops_per_s", bench.limits.onednn_flops_per_s}}}};
+    bench.report.print_header();
+    run_prefill_sweep(bench, *runner.value());
+    std::vector<PlotPoint> points = run_decode_sweep(bench, *runner.value());
+    run_context_sweep(bench, *runner.value());
+    report_memory(*runner.value(), json);
+    runner.value().reset();  // free the runner (and its KV arena) before an engine builds its own
+    if (Status status = run_engine_workloads(bench, model_dir.value(), config.value(), dtype); !status.ok()) {
+        return log_error("{}", status.error().message), 1;
     }
-    nlohmann::json report = {{"model", model_dir.value()}, {"dtype", dtype_name(dtype)}, {"threads", num_threads()}};
-    std::cout << fmt::format("{:<28} {:>12} {:>12}\n", "workload", "tokens/s", "ms");
-    for (int64_t length : args.prompt_lens) {
-        std::vector<double> times;
-        for (int64_t r = 0; r < args.repeats; ++r) times.push_back(time_prefill(runner, length));
-        double seconds = median(times);
-        std::cout << fmt::format("{:<28} {:>12.1f} {:>12.2f}\n", fmt::format("prefill {}", length),
-                                 double(length) / seconds, seconds * 1e3);
-        report["prefill"].push_back({{"prompt_len", length}, {"tokens_per_s", double(length) / seconds}});
+    if (args.profile) print_profile(bench.report.rows());
+    json["workloads"] = bench.report.to_json();
+    if (!args.json_path.empty()) std::ofstream(args.json_path) << json.dump(2) << "\n";
+    if (!args.plot_path.empty()) {
+        Status status = write_throughput_svg(args.plot_path, points,
+                                             fmt::format("{} decode, {} threads", model_type_name(config->arch), num_threads()));
+        if (!status.ok()) return log_error("{}", status.error().message), 1;
     }
-    for (int64_t batch : args.decode_batches) {
-        std::vector<double> times;
-        for (int64_t r = 0; r < args.repeats; ++r) {
-            times.push_back(time_decode_step(runner, batch, args.decode_context, args.decode_steps));
-        }
-        double seconds = median(times);
-        std::cout << fmt::format("{:<28} {:>12.1f} {:>12.2f}\n", fmt::format("decode batch {}", batch),
-                                 double(batch) / seconds, seconds * 1e3);
-        report["decode"].push_back({{"batch", batch}, {"tokens_per_s", double(batch) / seconds}});
-    }
-    if (args.offline_requests > 0) {
-        runner_result.value().reset();  // free the runner before the engine builds its own
-        EngineConfig engine_config;
-        engine_config.model_dir = model_dir.value();
-        engine_config.dtype = dtype == DType::F32 ? "float32" : "bfloat16";
-        engine_config.num_threads = args.threads;
-        engine_config.runner.max_num_seqs = args.offline_max_num_seqs;
-        engine_config.runner.max_num_batched_tokens = 2048;
-        engine_config.runner.max_model_len =
-            std::min(config->max_position_embeddings, args.offline_prompt_range[1] + args.offline_output_range[1] + 16);
-        engine_config.runner.kv_cache_memory_bytes = int64_t(args.kv_cache_memory_gib * double(1ll << 30));
-        OfflineWorkload workload;
-        workload.num_requests = args.offline_requests;
-        workload.min_prompt_len = args.offline_prompt_range[0];
-        workload.max_prompt_len = args.offline_prompt_range[1];
-        workload.min_output_len = args.offline_output_range[0];
-        workload.max_output_len = args.offline_output_range[1];
-        auto offline = run_offline_workload(engine_config, workload);
-        if (!offline.ok()) return log_error("{}", offline.error().message), 1;
-        std::cout << fmt::format("{:<28} {:>12.1f} {:>12.2f}\n",
-                                 fmt::format("offline {} req (output)", args.offline_requests),
-                                 double(offline->output_tokens) / offline->seconds, offline->seconds * 1e3);
-        report["offline"] = offline->to_json();
-    }
-    if (!args.json_path.empty()) std::ofstream(args.json_path) << report.dump(2) << "\n";
     return 0;
 }
 
@@ -200,9 +376,16 @@ CommandRunner add_bench_command(CLI::App& app) {
     command->add_option("--decode-context", args->decode_context, "Context tokens per decoding sequence")
         ->capture_default_str();
     command->add_option("--decode-steps", args->decode_steps, "Timed decode steps")->capture_default_str();
+    command->add_option("--context-sweep", args->context_sweep, "Decode contexts compared at --context-batch")
+        ->delimiter(',')->capture_default_str();
+    command->add_option("--context-batch", args->context_batch, "Batch of the context sweep")->capture_default_str();
+    command->add_option("--engine-batch", args->engine_batch, "Engine overhead measured at this batch (0: skip)")
+        ->capture_default_str();
     command->add_option("--repeats", args->repeats, "Runs per workload (median reported)")->capture_default_str();
     command->add_option("--threads", args->threads, "Compute threads (default: one per core)");
     command->add_option("--json", args->json_path, "Write the results as JSON");
+    command->add_option("--plot", args->plot_path, "Write decode throughput vs batch size as SVG");
+    command->add_flag("--profile", args->profile, "Print where each workload's step time goes, per op");
     command->add_option("--offline", args->offline_requests, "Also run N offline requests (nano-vLLM bench.py shape)");
     command->add_option("--offline-prompt-range", args->offline_prompt_range, "Min,max prompt tokens")
         ->delimiter(',')->expected(2)->capture_default_str();
@@ -210,7 +393,7 @@ CommandRunner add_bench_command(CLI::App& app) {
         ->delimiter(',')->expected(2)->capture_default_str();
     command->add_option("--offline-max-num-seqs", args->offline_max_num_seqs, "Running sequences in the offline run")
         ->capture_default_str();
-    command->add_option("--kv-cache-memory", args->kv_cache_memory_gib, "KV cache GiB for the offline run")
+    command->add_option("--kv-cache-memory", args->kv_cache_memory_gib, "KV cache GiB (at least what workloads need)")
         ->capture_default_str();
     return [args] { return run_bench(*args); };
 }
