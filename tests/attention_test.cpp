@@ -102,6 +102,21 @@ void run(const Batch& b, Isa isa, bool reference, std::vector<float>& out) {
     paged_attention_for_isa(isa, args, num_seqs);
 }
 
+// F32 math matches the double reference to 2e-5. The AVX512_BF16 decode path on a BF16 cache
+// rounds q and the softmax weights to BF16 (as GPU flash attention does): each output within
+// 2e-2 (|v| <= 1, |q| <= 2, d <= 128) and the mean error under 2e-3, so a wrong key, scale or
+// lane order still fails.
+void expect_matches(const std::vector<float>& got, const std::vector<float>& want, Isa isa, DType cache_dtype,
+                    const std::string& what) {
+    const bool rounded = isa >= Isa::Avx512Bf16 && cache_dtype == DType::BF16;
+    double total_error = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_NEAR(got[i], want[i], rounded ? 2e-2 : 2e-5) << what << " at " << i;
+        total_error += std::fabs(double(got[i]) - want[i]);
+    }
+    EXPECT_LT(total_error / double(want.size()), rounded ? 2e-3 : 2e-5) << what;
+}
+
 class PagedAttention : public ::testing::TestWithParam<Scenario> {};
 
 TEST_P(PagedAttention, EveryIsaMatchesReference) {
@@ -111,10 +126,10 @@ TEST_P(PagedAttention, EveryIsaMatchesReference) {
     for (float x : want) ASSERT_TRUE(std::isfinite(x));
     std::vector<Isa> isas = {Isa::Avx2};
     if (kernel_isa() >= Isa::Avx512) isas.push_back(Isa::Avx512);
+    if (kernel_isa() >= Isa::Avx512Bf16) isas.push_back(Isa::Avx512Bf16);
     for (Isa isa : isas) {
         run(b, isa, false, got);
-        for (size_t i = 0; i < want.size(); ++i)
-            ASSERT_NEAR(got[i], want[i], 2e-5) << isa_name(isa) << " at " << i;
+        expect_matches(got, want, isa, b.s.dtype, isa_name(isa));
     }
     // The public entry point (kernel_isa() dispatch) and a second call on warm scratch.
     float scale = 1.0f / std::sqrt(float(b.s.head_dim));
@@ -123,7 +138,7 @@ TEST_P(PagedAttention, EveryIsaMatchesReference) {
         paged_attention(b.q.data(), b.q_stride, int64_t(b.s.seqs.size()), b.cu_seqlens_q.data(),
                         b.context_lens.data(), b.block_tables.data(), b.max_blocks, b.cache, b.s.num_heads,
                         scale, got.data());
-        for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-5) << "dispatched at " << i;
+        expect_matches(got, want, kernel_isa(), b.s.dtype, "dispatched");
     }
 }
 
@@ -140,6 +155,13 @@ std::vector<Scenario> scenarios() {
         list.push_back({80, 16, 2, 1, dtype, {{1, 33}, {9, 20}}});  // no AVX-512 specialisation
         list.push_back({17, 256, 3, 3, dtype, {{2, 2}, {1, 300}}});  // odd head_dim
         list.push_back({256, 16, 4, 1, dtype, {{3, 50}}});
+        // Decode-only batches: tiles over all KV heads of a sequence (GQA groups 1, 2, 3, 4),
+        // contexts ending inside, on and past blocks, odd key counts in the last chunk.
+        std::vector<SeqShape> decode = {{1, 1}, {1, 17}, {1, 33}, {1, 300}, {1, 47}};
+        list.push_back({128, 16, 8, 8, dtype, decode});
+        list.push_back({128, 16, 8, 4, dtype, decode});
+        list.push_back({64, 256, 6, 2, dtype, decode});
+        list.push_back({32, 16, 8, 2, dtype, decode});
     }
     // Long contexts: 4k decode plus a chunk at the end of a 4k prompt.
     list.push_back({128, 16, 16, 8, DType::BF16, {{1, 4096}, {4, 4000}}});

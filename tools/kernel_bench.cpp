@@ -1,7 +1,11 @@
 // Kernel throughput on Qwen3-0.6B shapes: GB/s of the BF16/F32 GEMV (decode rows) and GFLOP/s
 // of the oneDNN matmul path (prefill rows), plus the GEMV-vs-oneDNN crossover and attention.
-// Usage: kernel_bench [--threads N] [--quick]
+// Usage: kernel_bench [--threads N] [--quick] [--only linear|attention]
+#include <sys/mman.h>
+
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <cstring>
 #include <random>
 #include <string>
@@ -92,12 +96,20 @@ void bench_attention(bool quick) {
     std::printf("\n== paged attention (16 heads, 8 kv heads, d=128, BF16 cache) ==\n");
     int64_t heads = 16, kv_heads = 8, dim = 128, block = 16;
     for (auto [batch, q_len, context] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-             {1, 1, 1024}, {8, 1, 1024}, {1, 1, 4096}, {1, 512, 512}, {1, 2048, 2048}}) {
+             {1, 1, 128}, {8, 1, 128}, {1, 1, 1024}, {8, 1, 1024}, {1, 1, 4096}, {1, 512, 512}, {1, 2048, 2048}}) {
         if (quick && q_len > 512) continue;
         int64_t blocks_per_seq = (context + block - 1) / block;
         int64_t num_blocks = batch * blocks_per_seq;
-        std::vector<uint16_t> k(size_t(num_blocks * block * kv_heads * dim), 0x3c00), v = k;
-        KvCacheLayer cache{k.data(), v.data(), DType::BF16, num_blocks, block, kv_heads, dim};
+        // Huge-page-advised like the engine's KV arena (engine/kv_cache.cpp).
+        const size_t elements = size_t(num_blocks * block * kv_heads * dim);
+        const size_t bytes = (elements * 2 + (size_t(2) << 20) - 1) / (size_t(2) << 20) * (size_t(2) << 20);
+        std::unique_ptr<uint16_t, decltype(&std::free)> k(static_cast<uint16_t*>(std::aligned_alloc(size_t(2) << 20, bytes)), &std::free);
+        std::unique_ptr<uint16_t, decltype(&std::free)> v(static_cast<uint16_t*>(std::aligned_alloc(size_t(2) << 20, bytes)), &std::free);
+        madvise(k.get(), bytes, MADV_HUGEPAGE);
+        madvise(v.get(), bytes, MADV_HUGEPAGE);
+        std::fill(k.get(), k.get() + elements, uint16_t(0x3c00));
+        std::fill(v.get(), v.get() + elements, uint16_t(0x3c00));
+        KvCacheLayer cache{k.get(), v.get(), DType::BF16, num_blocks, block, kv_heads, dim};
         std::vector<int32_t> tables(static_cast<size_t>(num_blocks)), cu = {0}, lens;
         for (int64_t i = 0; i < num_blocks; ++i) tables[i] = int32_t(i);
         for (int64_t s = 0; s < batch; ++s) {
@@ -120,14 +132,18 @@ void bench_attention(bool quick) {
 int main(int argc, char** argv) {
     int threads = 0;
     bool quick = false;
+    std::string only;  // "linear" or "attention": run one part
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
         if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+        if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
     }
     lmrun::configure_threads(threads);
     std::printf("isa %s, %d threads\n", lmrun::isa_name(lmrun::kernel_isa()).c_str(), lmrun::num_threads());
-    bench_linear(DType::BF16, quick);
-    bench_linear(DType::F32, quick);
-    bench_attention(quick);
+    if (only.empty() || only == "linear") {
+        bench_linear(DType::BF16, quick);
+        bench_linear(DType::F32, quick);
+    }
+    if (only.empty() || only == "attention") bench_attention(quick);
     return 0;
 }

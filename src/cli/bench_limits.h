@@ -14,7 +14,7 @@ struct MachineLimits {
 
 // buffer_bytes should be well beyond the last-level cache.
 double measure_read_bandwidth(int64_t buffer_bytes = int64_t(1) << 30, int repeats = 5);
-// A 512 x 4096 x 4096 BF16 GEMM; median over `repeats` calls.
+// A 512 x 4096 x 4096 BF16 GEMM; the best of `repeats` calls (as for the bandwidth).
 void measure_gemm_peak(MachineLimits& limits, int repeats = 5);
 MachineLimits measure_machine_limits();
 

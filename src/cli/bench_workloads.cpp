@@ -4,6 +4,7 @@
 #include <random>
 #include <vector>
 
+#include "core/memory_info.h"
 #include "core/timer.h"
 
 namespace lmrun::cli {
@@ -79,6 +80,7 @@ StepTiming time_decode_step(ModelRunner& runner, int64_t batch, int64_t context,
 Result<EngineDecodeTiming> time_engine_decode(const EngineConfig& config, int64_t batch, int64_t prompt_len,
                                               int64_t steps) {
     LMRUN_ASSIGN_OR_RETURN(std::unique_ptr<LLMEngine> engine, LLMEngine::create(config));
+    reset_peak_resident_memory();  // loading maps the checkpoint file; serving does not
     const int64_t vocab = engine->model_config().vocab_size;
     for (int64_t i = 0; i < batch; ++i) {
         SamplingParams params;
@@ -96,6 +98,9 @@ Result<EngineDecodeTiming> time_engine_decode(const EngineConfig& config, int64_
     StepTiming timing = section.finish(steps);
     EngineDecodeTiming result;
     result.seconds_per_step = timing.seconds;
+    result.peak_rss_bytes = double(peak_resident_memory_bytes());
+    result.weight_bytes = double(engine->runner().model().weight_nbytes());
+    result.kv_cache_bytes = double(engine->runner().kv_cache_shape().total_bytes());
     for (Op op : {Op::Schedule, Op::PrepareInputs, Op::Sampling, Op::OutputProcessing}) {
         result.overhead_seconds_per_step += timing.op_seconds[size_t(op)];
     }

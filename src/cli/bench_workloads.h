@@ -27,6 +27,9 @@ StepTiming time_decode_step(ModelRunner& runner, int64_t batch, int64_t context,
 struct EngineDecodeTiming {
     double seconds_per_step = 0;
     double overhead_seconds_per_step = 0;  // schedule + input preparation + sampling + outputs
+    // Memory while serving: peak resident bytes from the engine's creation on, and what the
+    // weights and the KV arena account for.
+    double peak_rss_bytes = 0, weight_bytes = 0, kv_cache_bytes = 0;
 };
 // Decode steps of `batch` requests through the whole engine, timed once all are decoding.
 Result<EngineDecodeTiming> time_engine_decode(const EngineConfig& config, int64_t batch, int64_t prompt_len,

@@ -67,6 +67,7 @@ public:
     const EngineConfig& config() const { return config_; }
     const Scheduler& scheduler() const { return *scheduler_; }
     const BlockManager& block_manager() const { return *block_manager_; }
+    const ModelRunner& runner() const { return *runner_; }
     EngineStats stats() const;
     int64_t max_model_len() const { return runner_->config().max_model_len; }
 

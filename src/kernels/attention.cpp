@@ -82,13 +82,14 @@ void merge_splits(const AttentionArgs& a, const AttentionTile& tile, const float
                   int64_t splits) {
     const int64_t head_dim = a.cache.head_dim;
     const int64_t group = a.num_heads / a.cache.num_kv_heads;
+    const int64_t rows_per_token = group * tile.kv_head_count;
     const int64_t stride = attention_partial_floats(head_dim);
     const int64_t m_at = kTileRows * head_dim, l_at = m_at + kTileRows;
-    for (int64_t row = 0; row < tile.num_tokens * group; ++row) {
+    for (int64_t row = 0; row < tile.num_tokens * rows_per_token; ++row) {
         float max = -INFINITY;
         for (int64_t s = 0; s < splits; ++s) max = std::max(max, partials[s * stride + m_at + row]);
-        int64_t token = a.cu_seqlens_q[tile.seq] + tile.token_begin + row / group;
-        int64_t head = tile.kv_head * group + row % group;
+        int64_t token = a.cu_seqlens_q[tile.seq] + tile.token_begin + row / rows_per_token;
+        int64_t head = tile.kv_head * group + row % rows_per_token;
         float* out = a.out + (token * a.num_heads + head) * head_dim;
         std::fill(out, out + head_dim, 0.0f);
         float total = 0.0f;
@@ -105,7 +106,9 @@ void merge_splits(const AttentionArgs& a, const AttentionTile& tile, const float
 
 }  // namespace
 
-void paged_attention_for_isa(Isa isa, const AttentionArgs& a, int64_t num_seqs) {
+void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seqs) {
+    AttentionArgs a = args;
+    a.bf16_dot = isa >= Isa::Avx512Bf16 && cpu_features().avx512_bf16;
     const KvCacheLayer& cache = a.cache;
     LMRUN_CHECK(cache.num_kv_heads > 0 && a.num_heads % cache.num_kv_heads == 0,
                 "num_heads %ld is not a multiple of num_kv_heads %ld", long(a.num_heads),
@@ -116,20 +119,33 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& a, int64_t num_seqs) 
     LMRUN_CHECK(group <= kTileRows, "GQA group %ld too large", long(group));
     const int64_t tokens_per_tile = kTileRows / group;
     const std::vector<int64_t>& tile_starts = plan_tiles(a, num_seqs, tokens_per_tile);
-    const int64_t num_items = tile_starts[num_seqs] * cache.num_kv_heads;
+    const bool avx512 = isa >= Isa::Avx512 && attention_avx512_supports(cache.head_dim);
+    // A decode-only batch on AVX-512 gives each item all KV heads of a sequence: their rows
+    // are interleaved in the cache, so one item then reads one contiguous range per chunk.
+    const bool all_decode = tile_starts[num_seqs] == num_seqs &&
+                            std::all_of(a.cu_seqlens_q, a.cu_seqlens_q + num_seqs,
+                                        [&](const int32_t& begin) { return (&begin)[1] - begin == 1; });
+    const int64_t heads_per_item = avx512 && all_decode && a.num_heads <= kTileRows ? cache.num_kv_heads : 1;
+    const int64_t kv_items = cache.num_kv_heads / heads_per_item;
+    const int64_t num_items = tile_starts[num_seqs] * kv_items;
     const int64_t splits = choose_key_splits(a, num_seqs, num_items);
     float* partials = splits > 1 ? partial_buffer(num_items * splits * attention_partial_floats(cache.head_dim))
                                  : nullptr;
-    const bool avx512 = isa >= Isa::Avx512 && attention_avx512_supports(cache.head_dim);
-    const int64_t scratch_floats = attention_scratch_floats(cache.head_dim);
+    int64_t scratch_floats = attention_scratch_floats(cache.head_dim);
+    if (avx512) {
+        scratch_floats = std::max(scratch_floats, attention_decode_scratch_floats(
+                                                      cache.head_dim, heads_per_item * group, heads_per_item));
+    }
     auto tile_of = [&](int64_t item) {
-        int64_t tile_index = item / cache.num_kv_heads;
+        int64_t tile_index = item / kv_items;
         int64_t seq = std::upper_bound(tile_starts.begin(), tile_starts.begin() + num_seqs + 1,
                                        tile_index) - tile_starts.begin() - 1;
         int64_t q_len = a.cu_seqlens_q[seq + 1] - a.cu_seqlens_q[seq];
         int64_t token_begin = (tile_index - tile_starts[seq]) * tokens_per_tile;
-        return AttentionTile{seq, item % cache.num_kv_heads, token_begin,
-                             std::min(tokens_per_tile, q_len - token_begin)};
+        AttentionTile tile{seq, (item % kv_items) * heads_per_item, token_begin,
+                           std::min(tokens_per_tile, q_len - token_begin)};
+        tile.kv_head_count = heads_per_item;
+        return tile;
     };
 
     // Dynamic schedule: tiles differ in cost (context length, causal position), and a long

@@ -5,6 +5,8 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "kernels/attention_tile.h"
 #include "kernels/attention_tile_driver.h"
 #include "kernels/vec_exp_avx512.h"
@@ -82,6 +84,282 @@ struct Avx512Ops {
     }
 };
 
+// Horizontal sums of 16 vectors at once: lane i of the result is the sum of v[kReducePerm[i]]
+// (a shuffle tree of 4 levels instead of 16 separate reductions). kReducePerm is its own
+// inverse, so storing vector j at kReducePerm[j] yields lane j = Σ vector j.
+constexpr int kReducePerm[16] = {0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15};
+
+inline __m512 reduce16(const __m512* v) {
+    __m512 t[8], u[4], w[2];
+    for (int i = 0; i < 8; ++i)
+        t[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[i], v[i + 8], 0x44), _mm512_shuffle_f32x4(v[i], v[i + 8], 0xEE));
+    for (int i = 0; i < 4; ++i)
+        u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(t[i], t[i + 4], 0x88), _mm512_shuffle_f32x4(t[i], t[i + 4], 0xDD));
+    for (int i = 0; i < 2; ++i)
+        w[i] = _mm512_add_ps(_mm512_shuffle_ps(u[i], u[i + 2], 0x44), _mm512_shuffle_ps(u[i], u[i + 2], 0xEE));
+    return _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD));
+}
+
+// Decode tiles (one query token, the GQA group's heads as rows): every row sees the same keys,
+// so a chunk of 16 keys is widened to F32 once, scored for all rows as 16 unreduced dot
+// products folded by reduce16, and the softmax runs on whole 16-lane vectors. The generic tile
+// (per-key horizontal sums, per-row scalar softmax) spent ~300 cycles per key and KV head here.
+template <int64_t D>
+struct DecodeTile {
+    static constexpr int64_t kVecs = D / 16;
+
+    // One row (query head) against `count` keys: online-softmax update of its o, m, l.
+    static void attend_row(const float* q, const float* keys, int64_t k_stride, const float* values,
+                           int64_t v_stride, int64_t count, float* o, float* m, float* l) {
+        const __mmask16 valid = __mmask16((1u << count) - 1);
+        __m512 qr[kVecs];
+        for (int64_t c = 0; c < kVecs; ++c) qr[c] = _mm512_loadu_ps(q + 16 * c);
+        __m512 dots[16];
+        for (int64_t j = 0; j < 16; ++j) {
+            __m512 acc = _mm512_setzero_ps();
+            if (j < count)
+                for (int64_t c = 0; c < kVecs; ++c)
+                    acc = _mm512_fmadd_ps(qr[c], _mm512_loadu_ps(keys + j * k_stride + 16 * c), acc);
+            dots[kReducePerm[j]] = acc;
+        }
+        const __m512 scores = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid, reduce16(dots));
+        const float m_new = max_f32(*m, _mm512_reduce_max_ps(scores));
+        const __m512 p = _mm512_maskz_mov_ps(valid, exp_avx512(_mm512_sub_ps(scores, _mm512_set1_ps(m_new))));
+        alignas(64) float probs[16];
+        _mm512_store_ps(probs, p);
+        const float correction = *m == -INFINITY ? 0.0f : expf(*m - m_new);
+        *l = *l * correction + _mm512_reduce_add_ps(p);
+        *m = m_new;
+        __m512 acc[kVecs];
+        const __m512 scale = _mm512_set1_ps(correction);
+        for (int64_t c = 0; c < kVecs; ++c) acc[c] = _mm512_mul_ps(_mm512_loadu_ps(o + 16 * c), scale);
+        for (int64_t j = 0; j < count; ++j) {
+            const __m512 pj = _mm512_set1_ps(probs[j]);
+            for (int64_t c = 0; c < kVecs; ++c)
+                acc[c] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(values + j * v_stride + 16 * c), acc[c]);
+        }
+        for (int64_t c = 0; c < kVecs; ++c) _mm512_storeu_ps(o + 16 * c, acc[c]);
+    }
+
+    // Widens `count` tokens' rows of KV heads [first_head, first_head + heads) to F32 as
+    // out[h][j][D], reading the cache in address order (a token's heads are adjacent), which the
+    // hardware prefetcher follows; head-by-head reads stride by the whole token row instead.
+    static void widen_chunk(const KvCacheLayer& cache, const void* base, int64_t slot, int64_t first_head,
+                            int64_t heads, int64_t count, float* out) {
+        const int64_t row = cache.num_kv_heads * D;
+        for (int64_t j = 0; j < count; ++j) {
+            for (int64_t h = 0; h < heads; ++h) {
+                const int64_t at = (slot + j) * row + (first_head + h) * D;
+                float* dst = out + (h * kKeyChunk + j) * D;
+                if (cache.dtype == DType::F32) {
+                    const float* src = static_cast<const float*>(base) + at;
+                    for (int64_t c = 0; c < kVecs; ++c) _mm512_storeu_ps(dst + 16 * c, _mm512_loadu_ps(src + 16 * c));
+                } else {
+                    const uint16_t* src = static_cast<const uint16_t*>(base) + at;
+                    for (int64_t c = 0; c < kVecs; ++c) _mm512_storeu_ps(dst + 16 * c, Avx512Ops<D>::widen16(src + 16 * c));
+                }
+            }
+        }
+    }
+
+    static int64_t scratch_floats(int64_t num_rows, int64_t heads) {
+        return 2 * heads * kKeyChunk * D + 2 * num_rows * D + 2 * num_rows;
+    }
+
+    // Rows are the query heads of KV heads [w.kv_head, w.kv_head + w.kv_head_count).
+    static void run(const AttentionArgs& a, const AttentionTile& w, float* scratch) {
+        const KvCacheLayer& cache = a.cache;
+        const int64_t group = a.num_heads / cache.num_kv_heads;
+        const int64_t heads = w.kv_head_count;
+        const int64_t num_rows = group * heads;
+        const int64_t token = a.cu_seqlens_q[w.seq];
+        const int64_t num_keys = w.key_end < a.context_lens[w.seq] ? w.key_end : a.context_lens[w.seq];
+        float* k_chunk = scratch;                          // [heads][16][D]
+        float* v_chunk = k_chunk + heads * kKeyChunk * D;  // [heads][16][D]
+        float* q = v_chunk + heads * kKeyChunk * D;        // [num_rows][D], scaled
+        float* o = q + num_rows * D;                       // [num_rows][D]
+        float* m = o + num_rows * D;
+        float* l = m + num_rows;
+        const int64_t first_head = w.kv_head * group;
+        for (int64_t r = 0; r < num_rows; ++r) {
+            const float* src = a.q + token * a.q_token_stride + (first_head + r) * D;
+            for (int64_t d = 0; d < D; ++d) q[r * D + d] = src[d] * a.scale, o[r * D + d] = 0.0f;
+            m[r] = -INFINITY;
+            l[r] = 0.0f;
+        }
+        const int32_t* blocks = a.block_tables + w.seq * a.max_blocks_per_seq;
+        for (int64_t key0 = w.key_begin; key0 < num_keys;) {
+            const int64_t offset = key0 % cache.block_size;
+            const int64_t count = min_i64(min_i64(kKeyChunk, cache.block_size - offset), num_keys - key0);
+            const int64_t slot = int64_t(blocks[key0 / cache.block_size]) * cache.block_size + offset;
+            widen_chunk(cache, cache.k, slot, w.kv_head, heads, count, k_chunk);
+            widen_chunk(cache, cache.v, slot, w.kv_head, heads, count, v_chunk);
+            for (int64_t h = 0; h < heads; ++h) {
+                const float* keys = k_chunk + h * kKeyChunk * D;
+                const float* values = v_chunk + h * kKeyChunk * D;
+                for (int64_t r = h * group; r < (h + 1) * group; ++r) {
+                    attend_row(q + r * D, keys, D, values, D, count, o + r * D, m + r, l + r);
+                }
+            }
+            key0 += count;
+        }
+        if (w.partial) {  // split-K: the unnormalised state, merged by attention.cpp
+            for (int64_t r = 0; r < num_rows; ++r) {
+                for (int64_t d = 0; d < D; ++d) w.partial[r * D + d] = o[r * D + d];
+                w.partial[kTileRows * D + r] = m[r];
+                w.partial[kTileRows * D + kTileRows + r] = l[r];
+            }
+            return;
+        }
+        for (int64_t r = 0; r < num_rows; ++r) {
+            float* out = a.out + (token * a.num_heads + first_head + r) * D;
+            const float inverse = 1.0f / l[r];
+            for (int64_t d = 0; d < D; ++d) out[d] = o[r * D + d] * inverse;
+        }
+    }
+};
+
+// The BF16-cache decode tile with AVX512_BF16 dot products, as flash attention does on GPUs:
+// q and the softmax weights p are rounded to BF16, every product is summed in F32. Keys are
+// read as they sit in the cache (no widening): one vdpbf16ps covers 32 of head_dim. For P·V a
+// pair of keys is interleaved (vpunpck{l,h}wd) so one vdpbf16ps adds p_j·v_j + p_j+1·v_j+1;
+// the interleave leaves the outputs in a fixed lane order per 32 dims, undone once at the end.
+// Measured against the F32 tile (kernel_bench, decode, d=128): it widened each K/V row to F32
+// and spent ~160 cycles per key and KV head, mostly on loads and stores of the widened rows.
+template <int64_t D>
+struct DecodeTileBf16 {
+    static_assert(D % 32 == 0);
+    static constexpr int64_t kPairVecs = D / 32;  // zmm of 32 BF16 per row
+
+    // Output lane i of accumulator 2c (low) / 2c+1 (high) holds dimension d_of(c, i, high).
+    static int64_t d_of(int64_t c, int64_t lane, bool high) {
+        return 32 * c + 8 * (lane / 4) + (high ? 4 : 0) + lane % 4;
+    }
+
+    static void store_unpermuted(const float* o, float factor, float* dst) {
+        for (int64_t c = 0; c < kPairVecs; ++c)
+            for (int64_t lane = 0; lane < 16; ++lane) {
+                dst[d_of(c, lane, false)] = o[32 * c + lane] * factor;
+                dst[d_of(c, lane, true)] = o[32 * c + 16 + lane] * factor;
+            }
+    }
+
+    static int64_t scratch_floats(int64_t num_rows) { return num_rows * D / 2 + num_rows * D + 2 * num_rows; }
+
+    // Scores of `rows` query rows (BF16, [rows][D]) against `count` keys; softmax update; P·V.
+    template <int R>
+    static void attend_rows(const uint16_t* q, const uint16_t* keys, const uint16_t* values, int64_t stride,
+                            int64_t count, float* o, float* m, float* l) {
+        const __mmask16 valid = __mmask16((1u << count) - 1);
+        __m512 dots[R][16];
+        for (int64_t j = 0; j < 16; ++j) {
+            __m512 acc[R];
+            for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+            if (j < count) {
+                for (int64_t c = 0; c < kPairVecs; ++c) {
+                    __m512bh k = (__m512bh)_mm512_loadu_si512(keys + j * stride + 32 * c);
+                    for (int r = 0; r < R; ++r)
+                        acc[r] = _mm512_dpbf16_ps(acc[r], k, (__m512bh)_mm512_loadu_si512(q + r * D + 32 * c));
+                }
+            }
+            for (int r = 0; r < R; ++r) dots[r][kReducePerm[j]] = acc[r];
+        }
+        alignas(64) uint32_t p_pairs[R][8];
+        float correction[R];
+        for (int r = 0; r < R; ++r) {
+            const __m512 scores = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid, reduce16(dots[r]));
+            const float m_new = max_f32(m[r], _mm512_reduce_max_ps(scores));
+            const __m512 p = _mm512_maskz_mov_ps(valid, exp_avx512(_mm512_sub_ps(scores, _mm512_set1_ps(m_new))));
+            correction[r] = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new);
+            l[r] = l[r] * correction[r] + _mm512_reduce_add_ps(p);
+            m[r] = m_new;
+            __m256bh p_bf16 = _mm512_cvtneps_pbh(p);
+            _mm256_store_si256(reinterpret_cast<__m256i*>(p_pairs[r]), (__m256i)p_bf16);
+        }
+        __m512 acc[R][2 * kPairVecs];
+        for (int r = 0; r < R; ++r) {
+            const __m512 scale = _mm512_set1_ps(correction[r]);
+            for (int64_t c = 0; c < 2 * kPairVecs; ++c) acc[r][c] = _mm512_mul_ps(_mm512_loadu_ps(o + r * D + 16 * c), scale);
+        }
+        for (int64_t pair = 0; 2 * pair < count; ++pair) {
+            const uint16_t* row_a = values + 2 * pair * stride;
+            const bool has_b = 2 * pair + 1 < count;  // an odd last key pairs with zeros
+            for (int64_t c = 0; c < kPairVecs; ++c) {
+                __m512i va = _mm512_loadu_si512(row_a + 32 * c);
+                __m512i vb = has_b ? _mm512_loadu_si512(row_a + stride + 32 * c) : _mm512_setzero_si512();
+                __m512bh lo = (__m512bh)_mm512_unpacklo_epi16(va, vb);
+                __m512bh hi = (__m512bh)_mm512_unpackhi_epi16(va, vb);
+                for (int r = 0; r < R; ++r) {
+                    __m512bh pp = (__m512bh)_mm512_set1_epi32(int32_t(p_pairs[r][pair]));
+                    acc[r][2 * c] = _mm512_dpbf16_ps(acc[r][2 * c], lo, pp);
+                    acc[r][2 * c + 1] = _mm512_dpbf16_ps(acc[r][2 * c + 1], hi, pp);
+                }
+            }
+        }
+        for (int r = 0; r < R; ++r)
+            for (int64_t c = 0; c < 2 * kPairVecs; ++c) _mm512_storeu_ps(o + r * D + 16 * c, acc[r][c]);
+    }
+
+    static void run(const AttentionArgs& a, const AttentionTile& w, float* scratch) {
+        const KvCacheLayer& cache = a.cache;
+        const int64_t group = a.num_heads / cache.num_kv_heads;
+        const int64_t heads = w.kv_head_count;
+        const int64_t num_rows = group * heads;
+        const int64_t token = a.cu_seqlens_q[w.seq];
+        const int64_t num_keys = w.key_end < a.context_lens[w.seq] ? w.key_end : a.context_lens[w.seq];
+        auto* q = reinterpret_cast<uint16_t*>(scratch);  // [num_rows][D] BF16, scaled
+        float* o = scratch + num_rows * D / 2;           // [num_rows][D], lanes permuted
+        float* m = o + num_rows * D;
+        float* l = m + num_rows;
+        const int64_t first_head = w.kv_head * group;
+        const __m512 scale = _mm512_set1_ps(a.scale);
+        for (int64_t r = 0; r < num_rows; ++r) {
+            const float* src = a.q + token * a.q_token_stride + (first_head + r) * D;
+            for (int64_t d = 0; d < D; d += 16) {
+                __m256bh packed = _mm512_cvtneps_pbh(_mm512_mul_ps(_mm512_loadu_ps(src + d), scale));
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + r * D + d), (__m256i)packed);
+                _mm512_storeu_ps(o + r * D + d, _mm512_setzero_ps());
+            }
+            m[r] = -INFINITY;
+            l[r] = 0.0f;
+        }
+        const int32_t* blocks = a.block_tables + w.seq * a.max_blocks_per_seq;
+        const int64_t stride = cache.num_kv_heads * D;
+        const auto* k_cache = static_cast<const uint16_t*>(cache.k);
+        const auto* v_cache = static_cast<const uint16_t*>(cache.v);
+        for (int64_t key0 = w.key_begin; key0 < num_keys;) {
+            const int64_t offset = key0 % cache.block_size;
+            const int64_t count = min_i64(min_i64(kKeyChunk, cache.block_size - offset), num_keys - key0);
+            const int64_t slot = int64_t(blocks[key0 / cache.block_size]) * cache.block_size + offset;
+            // Heads in address order: a token's KV heads are adjacent in the cache.
+            for (int64_t h = 0; h < heads; ++h) {
+                const int64_t first = (slot * cache.num_kv_heads + w.kv_head + h) * D;
+                for (int64_t r = h * group; r < (h + 1) * group;) {
+                    const int64_t rows = min_i64(2, (h + 1) * group - r);
+                    if (rows == 2) {
+                        attend_rows<2>(q + r * D, k_cache + first, v_cache + first, stride, count, o + r * D, m + r, l + r);
+                    } else {
+                        attend_rows<1>(q + r * D, k_cache + first, v_cache + first, stride, count, o + r * D, m + r, l + r);
+                    }
+                    r += rows;
+                }
+            }
+            key0 += count;
+        }
+        if (w.partial) {  // split-K: the unnormalised state, merged by attention.cpp
+            for (int64_t r = 0; r < num_rows; ++r) {
+                store_unpermuted(o + r * D, 1.0f, w.partial + r * D);
+                w.partial[kTileRows * D + r] = m[r];
+                w.partial[kTileRows * D + kTileRows + r] = l[r];
+            }
+            return;
+        }
+        for (int64_t r = 0; r < num_rows; ++r) {
+            store_unpermuted(o + r * D, 1.0f / l[r], a.out + (token * a.num_heads + first_head + r) * D);
+        }
+    }
+};
+
 // head_dim as a template parameter, chosen once per call (FlashInfer's DISPATCH_HEAD_DIM).
 template <typename Fn>
 bool dispatch_head_dim(int64_t head_dim, Fn&& fn) {
@@ -101,8 +379,27 @@ bool attention_avx512_supports(int64_t head_dim) {
     return dispatch_head_dim(head_dim, [](auto) {});
 }
 
+int64_t attention_decode_scratch_floats(int64_t head_dim, int64_t num_rows, int64_t kv_heads) {
+    int64_t floats = 0;
+    dispatch_head_dim(head_dim, [&](auto ops) {
+        constexpr int64_t D = decltype(ops)::kVecs * 16;
+        floats = DecodeTile<D>::scratch_floats(num_rows, kv_heads);
+        if constexpr (D % 32 == 0) floats = std::max(floats, DecodeTileBf16<D>::scratch_floats(num_rows));
+    });
+    return floats;
+}
+
 void attention_tile_avx512(const AttentionArgs& args, const AttentionTile& tile, float* scratch) {
-    dispatch_head_dim(args.cache.head_dim, [&](auto ops) { attention_tile(ops, args, tile, scratch); });
+    const bool bf16_dot = args.cache.dtype == DType::BF16 && args.bf16_dot;
+    const bool decode = tile.num_tokens == 1 && args.cu_seqlens_q[tile.seq + 1] - args.cu_seqlens_q[tile.seq] == 1;
+    dispatch_head_dim(args.cache.head_dim, [&](auto ops) {
+        constexpr int64_t D = decltype(ops)::kVecs * 16;
+        if constexpr (D % 32 == 0) {
+            if (decode && bf16_dot) return DecodeTileBf16<D>::run(args, tile, scratch);
+        }
+        if (decode) return DecodeTile<D>::run(args, tile, scratch);
+        attention_tile(ops, args, tile, scratch);
+    });
 }
 
 }  // namespace lmrun::kernels

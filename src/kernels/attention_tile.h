@@ -26,6 +26,9 @@ struct AttentionArgs {
     int64_t num_heads;
     float scale;
     float* out;
+    // BF16 caches may use AVX512_BF16 dot products (q and p rounded to BF16); set from the ISA
+    // level paged_attention_for_isa runs at.
+    bool bf16_dot = false;
 };
 
 inline constexpr int64_t kMinKeysPerSplit = 256;  // smallest key range worth its own work item
@@ -38,6 +41,9 @@ struct AttentionTile {
     int64_t key_begin = 0;
     int64_t key_end = INT64_MAX;
     float* partial = nullptr;
+    // KV heads [kv_head, kv_head + kv_head_count): more than one only for decode tiles on the
+    // AVX-512 path, which then read each chunk's contiguous K/V rows of all heads together.
+    int64_t kv_head_count = 1;
 };
 
 inline int64_t attention_partial_floats(int64_t head_dim) { return kTileRows * (head_dim + 2); }
@@ -52,6 +58,8 @@ void attention_tile_avx2(const AttentionArgs& args, const AttentionTile& tile, f
 // head_dim is specialised at compile time for AVX-512 (16, 32, 64, 128, 256); others use AVX2.
 bool attention_avx512_supports(int64_t head_dim);
 void attention_tile_avx512(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
+// Scratch floats of an AVX-512 decode tile of `num_rows` query heads over `kv_heads` KV heads.
+int64_t attention_decode_scratch_floats(int64_t head_dim, int64_t num_rows, int64_t kv_heads);
 
 // paged_attention with the tile functions of a given ISA level (tests cover each level).
 void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seqs);
