@@ -219,7 +219,7 @@ struct DecodeTile {
     }
 };
 
-// The BF16-cache decode tile with AVX512_BF16 dot products, as flash attention does on GPUs:
+// The BF16-cache tile (decode and prefill) with AVX512_BF16 dot products, as flash attention does on GPUs:
 // q and the softmax weights p are rounded to BF16, every product is summed in F32. Keys are
 // read as they sit in the cache (no widening): one vdpbf16ps covers 32 of head_dim. For P·V a
 // pair of keys is interleaved (vpunpck{l,h}wd) so one vdpbf16ps adds p_j·v_j + p_j+1·v_j+1;
@@ -227,7 +227,7 @@ struct DecodeTile {
 // Measured against the F32 tile (kernel_bench, decode, d=128): it widened each K/V row to F32
 // and spent ~160 cycles per key and KV head, mostly on loads and stores of the widened rows.
 template <int64_t D>
-struct DecodeTileBf16 {
+struct Bf16Tile {
     static_assert(D % 32 == 0);
     static constexpr int64_t kPairVecs = D / 32;  // zmm of 32 BF16 per row
 
@@ -300,21 +300,32 @@ struct DecodeTileBf16 {
             for (int64_t c = 0; c < 2 * kPairVecs; ++c) _mm512_storeu_ps(o + r * D + 16 * c, acc[r][c]);
     }
 
+    // Rows are (token, KV head, query head of its group), in that order: tokens
+    // [w.token_begin, +w.num_tokens) of sequence w.seq and KV heads [w.kv_head, +w.kv_head_count).
+    // A token's rows see keys up to its own position (causal); the chunk's K/V stay in L1 while
+    // every row visits them.
     static void run(const AttentionArgs& a, const AttentionTile& w, float* scratch) {
         const KvCacheLayer& cache = a.cache;
         const int64_t group = a.num_heads / cache.num_kv_heads;
         const int64_t heads = w.kv_head_count;
-        const int64_t num_rows = group * heads;
-        const int64_t token = a.cu_seqlens_q[w.seq];
-        const int64_t num_keys = w.key_end < a.context_lens[w.seq] ? w.key_end : a.context_lens[w.seq];
+        const int64_t rows_per_token = group * heads;
+        const int64_t num_rows = rows_per_token * w.num_tokens;
+        const int64_t q_begin = a.cu_seqlens_q[w.seq];
+        const int64_t q_len = a.cu_seqlens_q[w.seq + 1] - q_begin;
+        const int64_t first_pos = a.context_lens[w.seq] - q_len + w.token_begin;  // of the tile's first token
+        const int64_t num_keys = min_i64(first_pos + w.num_tokens, w.key_end);
         auto* q = reinterpret_cast<uint16_t*>(scratch);  // [num_rows][D] BF16, scaled
         float* o = scratch + num_rows * D / 2;           // [num_rows][D], lanes permuted
         float* m = o + num_rows * D;
         float* l = m + num_rows;
         const int64_t first_head = w.kv_head * group;
+        auto q_row = [&](int64_t row) {
+            const int64_t token = q_begin + w.token_begin + row / rows_per_token;
+            return a.q + token * a.q_token_stride + (first_head + row % rows_per_token) * D;
+        };
         const __m512 scale = _mm512_set1_ps(a.scale);
         for (int64_t r = 0; r < num_rows; ++r) {
-            const float* src = a.q + token * a.q_token_stride + (first_head + r) * D;
+            const float* src = q_row(r);
             for (int64_t d = 0; d < D; d += 16) {
                 __m256bh packed = _mm512_cvtneps_pbh(_mm512_mul_ps(_mm512_loadu_ps(src + d), scale));
                 _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + r * D + d), (__m256i)packed);
@@ -331,17 +342,24 @@ struct DecodeTileBf16 {
             const int64_t offset = key0 % cache.block_size;
             const int64_t count = min_i64(min_i64(kKeyChunk, cache.block_size - offset), num_keys - key0);
             const int64_t slot = int64_t(blocks[key0 / cache.block_size]) * cache.block_size + offset;
-            // Heads in address order: a token's KV heads are adjacent in the cache.
-            for (int64_t h = 0; h < heads; ++h) {
-                const int64_t first = (slot * cache.num_kv_heads + w.kv_head + h) * D;
-                for (int64_t r = h * group; r < (h + 1) * group;) {
-                    const int64_t rows = min_i64(2, (h + 1) * group - r);
-                    if (rows == 2) {
-                        attend_rows<2>(q + r * D, k_cache + first, v_cache + first, stride, count, o + r * D, m + r, l + r);
-                    } else {
-                        attend_rows<1>(q + r * D, k_cache + first, v_cache + first, stride, count, o + r * D, m + r, l + r);
+            for (int64_t t = 0; t < w.num_tokens; ++t) {
+                const int64_t visible = min_i64(count, first_pos + t - key0 + 1);  // causal prefix of the chunk
+                if (visible <= 0) continue;
+                // Heads in address order: a token's KV heads are adjacent in the cache.
+                for (int64_t h = 0; h < heads; ++h) {
+                    const int64_t first = (slot * cache.num_kv_heads + w.kv_head + h) * D;
+                    const int64_t row_end = t * rows_per_token + (h + 1) * group;
+                    for (int64_t r = row_end - group; r < row_end;) {
+                        if (row_end - r >= 2) {
+                            attend_rows<2>(q + r * D, k_cache + first, v_cache + first, stride, visible, o + r * D,
+                                           m + r, l + r);
+                            r += 2;
+                        } else {
+                            attend_rows<1>(q + r * D, k_cache + first, v_cache + first, stride, visible, o + r * D,
+                                           m + r, l + r);
+                            r += 1;
+                        }
                     }
-                    r += rows;
                 }
             }
             key0 += count;
@@ -355,7 +373,9 @@ struct DecodeTileBf16 {
             return;
         }
         for (int64_t r = 0; r < num_rows; ++r) {
-            store_unpermuted(o + r * D, 1.0f / l[r], a.out + (token * a.num_heads + first_head + r) * D);
+            const int64_t token = q_begin + w.token_begin + r / rows_per_token;
+            store_unpermuted(o + r * D, 1.0f / l[r],
+                             a.out + (token * a.num_heads + first_head + r % rows_per_token) * D);
         }
     }
 };
@@ -384,7 +404,7 @@ int64_t attention_decode_scratch_floats(int64_t head_dim, int64_t num_rows, int6
     dispatch_head_dim(head_dim, [&](auto ops) {
         constexpr int64_t D = decltype(ops)::kVecs * 16;
         floats = DecodeTile<D>::scratch_floats(num_rows, kv_heads);
-        if constexpr (D % 32 == 0) floats = std::max(floats, DecodeTileBf16<D>::scratch_floats(num_rows));
+        if constexpr (D % 32 == 0) floats = std::max(floats, Bf16Tile<D>::scratch_floats(kTileRows));
     });
     return floats;
 }
@@ -395,7 +415,7 @@ void attention_tile_avx512(const AttentionArgs& args, const AttentionTile& tile,
     dispatch_head_dim(args.cache.head_dim, [&](auto ops) {
         constexpr int64_t D = decltype(ops)::kVecs * 16;
         if constexpr (D % 32 == 0) {
-            if (decode && bf16_dot) return DecodeTileBf16<D>::run(args, tile, scratch);
+            if (bf16_dot) return Bf16Tile<D>::run(args, tile, scratch);
         }
         if (decode) return DecodeTile<D>::run(args, tile, scratch);
         attention_tile(ops, args, tile, scratch);
