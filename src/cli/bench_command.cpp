@@ -323,6 +323,17 @@ int run_bench(const BenchArgs& args) {
     const DType dtype = resolved_dtype.value();
 
     BenchContext bench{args, {}, model_cost(config.value(), dtype, dtype), {}};
+    nlohmann::json json = {{"model", model_dir.value()},
+                           {"dtype", dtype_name(dtype)},
+                           {"threads", num_threads()},
+                           {"isa", isa_name(kernel_isa())}};
+    bench.report.print_header();
+    // The engine runs first, in a process that has not yet held the runner's larger buffers,
+    // so its resident memory is what a fresh `lmrun serve` would show.
+    if (Status status = run_engine_workloads(bench, model_dir.value(), config.value(), dtype, json);
+        !status.ok()) {
+        return log_error("{}", status.error().message), 1;
+    }
     log_info("measuring this machine's limits ({} threads, {} kernels)", num_threads(), isa_name(kernel_isa()));
     bench.limits = measure_machine_limits();
     std::cout << fmt::format("limits: read bandwidth {:.1f} GB/s, BF16 GEMM peak {:.0f} GFLOP/s (oneDNN {:.0f})\n",
@@ -332,27 +343,16 @@ int run_bench(const BenchArgs& args) {
                              bench.cost.weight_bytes / double(1 << 20),
                              2 * (bench.cost.layer_params + bench.cost.lm_head_params) / 1e9);
 
+    json["limits"] = {{"read_bytes_per_s", bench.limits.read_bytes_per_s},
+                      {"gemm_flops_per_s", bench.limits.gemm_flops_per_s},
+                      {"onednn_flops_per_s", bench.limits.onednn_flops_per_s}};
     auto model = CausalLM::load(model_dir.value(), config.value(), dtype);
     if (!model.ok()) return log_error("{}", model.error().message), 1;
     auto runner = ModelRunner::create(std::move(model).value(), runner_config_for(args, config.value(), bench.cost));
     if (!runner.ok()) return log_error("{}", runner.error().message), 1;
-    nlohmann::json json = {{"model", model_dir.value()},
-                           {"dtype", dtype_name(dtype)},
-                           {"threads", num_threads()},
-                           {"isa", isa_name(kernel_isa())},
-                           {"limits",
-                            {{"read_bytes_per_s", bench.limits.read_bytes_per_s},
-                             {"gemm_flops_per_s", bench.limits.gemm_flops_per_s},
-                             {"onednn_flops_per_s", bench.limits.onednn_flops_per_s}}}};
-    bench.report.print_header();
     run_prefill_sweep(bench, *runner.value());
     std::vector<PlotPoint> points = run_decode_sweep(bench, *runner.value());
     run_context_sweep(bench, *runner.value());
-    runner.value().reset();  // free the runner (and its KV arena) before an engine builds its own
-    if (Status status = run_engine_workloads(bench, model_dir.value(), config.value(), dtype, json);
-        !status.ok()) {
-        return log_error("{}", status.error().message), 1;
-    }
     if (args.profile) print_profile(bench.report.rows());
     json["workloads"] = bench.report.to_json();
     if (!args.json_path.empty()) std::ofstream(args.json_path) << json.dump(2) << "\n";

@@ -91,11 +91,15 @@ Result<EngineDecodeTiming> time_engine_decode(const EngineConfig& config, int64_
         LMRUN_RETURN_IF_ERROR(engine->add_request("engine-decode-" + std::to_string(i),
                                                   random_tokens(prompt_len, vocab, uint64_t(i)), params));
     }
+    // The overhead figure needs the op profiler, whatever --profile says.
+    const bool was_profiling = OpProfiler::instance().enabled();
+    OpProfiler::instance().set_enabled(true);
     // Prefill everything (and a couple of decode steps to settle) before timing.
     while (engine->stats().num_generation_tokens < 3 * batch) engine->step();
     TimedSection section;
     for (int64_t step = 0; step < steps; ++step) engine->step();
     StepTiming timing = section.finish(steps);
+    OpProfiler::instance().set_enabled(was_profiling);
     EngineDecodeTiming result;
     result.seconds_per_step = timing.seconds;
     result.peak_rss_bytes = double(peak_resident_memory_bytes());

@@ -1,5 +1,7 @@
 #include "model/activation_buffers.h"
 
+#include <algorithm>
+
 namespace lmrun {
 
 ActivationBuffers::ActivationBuffers(const ModelConfig& config, int64_t max_num_tokens_, int64_t max_num_logit_rows_,
@@ -9,18 +11,17 @@ ActivationBuffers::ActivationBuffers(const ModelConfig& config, int64_t max_num_
     const int64_t tokens = max_num_tokens;
     hidden = Tensor::zeros(DType::F32, {tokens, config.hidden_size});
     residual = Tensor::zeros(DType::F32, {tokens, config.hidden_size});
-    qkv = Tensor::zeros(DType::F32, {tokens, (num_heads_local + 2 * num_kv_heads_local) * config.head_dim});
-    attn_out = Tensor::zeros(DType::F32, {tokens, num_heads_local * config.head_dim});
-    gate_up = Tensor::zeros(DType::F32, {tokens, 2 * intermediate_local});
-    mlp_act = Tensor::zeros(DType::F32, {tokens, intermediate_local});
+    const int64_t qkv_width = (num_heads_local + 2 * num_kv_heads_local) * config.head_dim;
+    const int64_t attn_width = num_heads_local * config.head_dim;
+    projections = Tensor::zeros(DType::F32, {tokens, std::max(qkv_width, 2 * intermediate_local)});
+    inner = Tensor::zeros(DType::F32, {tokens, std::max(attn_width, intermediate_local)});
     selected_hidden = Tensor::zeros(DType::F32, {max_num_logit_rows, config.hidden_size});
     selected_residual = Tensor::zeros(DType::F32, {max_num_logit_rows, config.hidden_size});
     logits = Tensor::zeros(DType::F32, {max_num_logit_rows, config.vocab_size});
 }
 
 size_t ActivationBuffers::nbytes() const {
-    return hidden.nbytes() + residual.nbytes() + qkv.nbytes() + attn_out.nbytes() + gate_up.nbytes() +
-           mlp_act.nbytes() + selected_hidden.nbytes() + selected_residual.nbytes() + logits.nbytes();
+    return hidden.nbytes() + residual.nbytes() + projections.nbytes() + inner.nbytes() + selected_hidden.nbytes() + selected_residual.nbytes() + logits.nbytes();
 }
 
 }  // namespace lmrun

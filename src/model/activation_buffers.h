@@ -17,10 +17,16 @@ struct ActivationBuffers {
     int64_t max_num_logit_rows = 0;
     Tensor hidden;           // [T, hidden]
     Tensor residual;         // [T, hidden]
-    Tensor qkv;              // [T, (heads + 2 kv_heads) * head_dim]
-    Tensor attn_out;         // [T, heads * head_dim]
-    Tensor gate_up;          // [T, 2 * intermediate]
-    Tensor mlp_act;          // [T, intermediate]
+    // A layer's attention and MLP never hold their buffers at once, so they share memory
+    // (~50 MB less at 2048 tokens on the 0.6B shape):
+    //   projections: qkv [T, (heads + 2 kv_heads) * head_dim], then gate_up [T, 2 * intermediate]
+    //   inner:       attn_out [T, heads * head_dim],          then mlp_act [T, intermediate]
+    Tensor projections;
+    Tensor inner;
+    float* qkv() { return projections.data<float>(); }
+    float* gate_up() { return projections.data<float>(); }
+    float* attn_out() { return inner.data<float>(); }
+    float* mlp_act() { return inner.data<float>(); }
     Tensor selected_hidden;  // [L, hidden]: rows whose logits are wanted
     Tensor selected_residual;
     Tensor logits;           // [L, vocab]

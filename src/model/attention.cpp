@@ -43,7 +43,7 @@ void Attention::forward(const ForwardContext& context, const float* hidden, cons
     const int64_t num_heads = qkv_proj.num_heads();
     const int64_t num_kv_heads = qkv_proj.num_kv_heads();
     const int64_t stride = qkv_proj.out_features();
-    float* qkv = buffers.qkv.data<float>();
+    float* qkv = buffers.qkv();
     float* q = qkv;
     float* k = qkv + num_heads * head_dim;
     float* v = k + num_kv_heads * head_dim;
@@ -62,7 +62,7 @@ void Attention::forward(const ForwardContext& context, const float* hidden, cons
         ScopedOp scope(Op::KvStore);
         kernels::store_kvcache(k, v, stride, tokens, context.slot_mapping, cache);
     }
-    float* attn_out = buffers.attn_out.data<float>();
+    float* attn_out = buffers.attn_out();
     {
         ScopedOp scope(Op::Attention);
         kernels::paged_attention(q, stride, context.num_seqs, context.cu_seqlens_q, context.context_lens,

@@ -12,8 +12,8 @@ MLP::MLP(const ModelConfig& config, DType dtype, const ParallelConfig& parallel)
       down_proj(config.hidden_size, config.intermediate_size, false, dtype, parallel) {}
 
 void MLP::forward(const float* x, int64_t num_rows, LinearPath path, ActivationBuffers& buffers, float* out) const {
-    float* gate_up = buffers.gate_up.data<float>();
-    float* act = buffers.mlp_act.data<float>();
+    float* gate_up = buffers.gate_up();
+    float* act = buffers.mlp_act();
     {
         ScopedOp scope(Op::GateUpProj);
         gate_up_proj.forward(x, num_rows, gate_up, path);
