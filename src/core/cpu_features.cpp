@@ -66,6 +66,7 @@ Isa kernel_isa() {
         const char* cap = std::getenv("LMRUN_ISA");
         if (cap && std::strcmp(cap, "avx2") == 0) best = Isa::Avx2;
         if (cap && std::strcmp(cap, "avx512") == 0 && best > Isa::Avx512) best = Isa::Avx512;
+        if (cap && std::strcmp(cap, "avx512_bf16") == 0 && best > Isa::Avx512Bf16) best = Isa::Avx512Bf16;
         return best;
     }();
     return isa;

@@ -1,5 +1,5 @@
 // What the CPU can run, detected once with CPUID/XGETBV. Kernel dispatch reads
-// this; LMRUN_ISA=avx2|avx512 caps it (to test the fallback paths on a big CPU).
+// this; LMRUN_ISA=avx2|avx512|avx512_bf16 caps it (to test the fallback paths on a big CPU).
 #pragma once
 
 #include <string>
