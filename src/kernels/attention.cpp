@@ -135,6 +135,7 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
     if (avx512) {
         scratch_floats = std::max(scratch_floats, attention_decode_scratch_floats(
                                                       cache.head_dim, heads_per_item * group, heads_per_item));
+        scratch_floats = std::max(scratch_floats, attention_prefill_bf16_scratch_floats(cache.head_dim));
     }
     auto tile_of = [&](int64_t item) {
         int64_t tile_index = item / kv_items;
