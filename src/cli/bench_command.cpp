@@ -191,7 +191,7 @@ std::vector<PlotPoint> run_decode_sweep(BenchContext& bench, ModelRunner& runner
     std::vector<PlotPoint> points;
     for (int64_t batch : args.decode_batches) {
         StepTiming timing =
-            repeat(args.repeats, [&] { return time_decode_step(runner, batch, args.decode_context, args.decode_steps); });
+            median_timing(time_decode_steps(runner, batch, args.decode_context, args.decode_steps, args.repeats));
         Row row = make_row(fmt::format("decode batch {}", batch), double(batch) / timing.seconds, timing.seconds * 1e3);
         row.roofline_tokens_per_s = decode_roofline(bench, batch, args.decode_context);
         if (batch == 1) {
@@ -212,7 +212,7 @@ void run_context_sweep(BenchContext& bench, ModelRunner& runner) {
     double first_seconds = 0;
     for (int64_t context : args.context_sweep) {
         StepTiming timing =
-            repeat(args.repeats, [&] { return time_decode_step(runner, args.context_batch, context, args.decode_steps); });
+            median_timing(time_decode_steps(runner, args.context_batch, context, args.decode_steps, args.repeats));
         Row row = make_row(fmt::format("decode b{} context {}", args.context_batch, context),
                 double(args.context_batch) / timing.seconds, timing.seconds * 1e3);
         row.roofline_tokens_per_s = decode_roofline(bench, args.context_batch, context);

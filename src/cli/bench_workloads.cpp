@@ -53,7 +53,8 @@ StepTiming time_prefill(ModelRunner& runner, int64_t length) {
     return section.finish(1);
 }
 
-StepTiming time_decode_step(ModelRunner& runner, int64_t batch, int64_t context, int64_t steps) {
+std::vector<StepTiming> time_decode_steps(ModelRunner& runner, int64_t batch, int64_t context, int64_t steps,
+                                          int64_t repeats) {
     const int64_t total = context + steps;
     const int64_t blocks_per_seq = (total + runner.block_size() - 1) / runner.block_size();
     std::vector<std::vector<int32_t>> ids, blocks;
@@ -69,12 +70,16 @@ StepTiming time_decode_step(ModelRunner& runner, int64_t batch, int64_t context,
             runner.run(std::span(&seqs[s], 1));
         }
     }
-    TimedSection section;
-    for (int64_t step = 0; step < steps; ++step) {
-        for (int64_t s = 0; s < batch; ++s) seqs[s] = RunnerSequence{ids[s], blocks[s], context + step, 1, true, {}};
-        runner.run(seqs);
+    std::vector<StepTiming> timings;
+    for (int64_t repeat = 0; repeat < repeats; ++repeat) {  // each repeat rewrites the same KV slots
+        TimedSection section;
+        for (int64_t step = 0; step < steps; ++step) {
+            for (int64_t s = 0; s < batch; ++s) seqs[s] = RunnerSequence{ids[s], blocks[s], context + step, 1, true, {}};
+            runner.run(seqs);
+        }
+        timings.push_back(section.finish(steps));
     }
-    return section.finish(steps);
+    return timings;
 }
 
 Result<EngineDecodeTiming> time_engine_decode(const EngineConfig& config, int64_t batch, int64_t prompt_len,

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "core/op_profiler.h"
 #include "core/result.h"
@@ -21,8 +22,10 @@ struct StepTiming {
 
 // Prefill of one random prompt of `length` tokens, in chunks of max_num_batched_tokens.
 StepTiming time_prefill(ModelRunner& runner, int64_t length);
-// One decode step of `batch` sequences that each hold `context` tokens, averaged over `steps`.
-StepTiming time_decode_step(ModelRunner& runner, int64_t batch, int64_t context, int64_t steps);
+// A decode step of `batch` sequences that each hold `context` tokens, averaged over `steps`;
+// the context is filled once and the same steps are timed `repeats` times.
+std::vector<StepTiming> time_decode_steps(ModelRunner& runner, int64_t batch, int64_t context, int64_t steps,
+                                          int64_t repeats);
 
 struct EngineDecodeTiming {
     double seconds_per_step = 0;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "kernels/attention_bf16_lanes.h"
 #include "kernels/attention_tile.h"
 #include "kernels/attention_tile_driver.h"
 #include "kernels/vec_exp_avx512.h"
@@ -219,30 +220,18 @@ struct DecodeTile {
     }
 };
 
-// The BF16-cache tile (decode and prefill) with AVX512_BF16 dot products, as flash attention does on GPUs:
+// The BF16-cache decode tile with AVX512_BF16 dot products, as flash attention does on GPUs:
 // q and the softmax weights p are rounded to BF16, every product is summed in F32. Keys are
 // read as they sit in the cache (no widening): one vdpbf16ps covers 32 of head_dim. For P·V a
 // pair of keys is interleaved (vpunpck{l,h}wd) so one vdpbf16ps adds p_j·v_j + p_j+1·v_j+1;
-// the interleave leaves the outputs in a fixed lane order per 32 dims, undone once at the end.
+// the interleave leaves the outputs in a fixed lane order (attention_bf16_lanes.h). Prefill
+// tiles go to attention_prefill_bf16_avx512.cpp; this one handles them too, as a fallback.
 // Measured against the F32 tile (kernel_bench, decode, d=128): it widened each K/V row to F32
 // and spent ~160 cycles per key and KV head, mostly on loads and stores of the widened rows.
 template <int64_t D>
 struct Bf16Tile {
     static_assert(D % 32 == 0);
     static constexpr int64_t kPairVecs = D / 32;  // zmm of 32 BF16 per row
-
-    // Output lane i of accumulator 2c (low) / 2c+1 (high) holds dimension d_of(c, i, high).
-    static int64_t d_of(int64_t c, int64_t lane, bool high) {
-        return 32 * c + 8 * (lane / 4) + (high ? 4 : 0) + lane % 4;
-    }
-
-    static void store_unpermuted(const float* o, float factor, float* dst) {
-        for (int64_t c = 0; c < kPairVecs; ++c)
-            for (int64_t lane = 0; lane < 16; ++lane) {
-                dst[d_of(c, lane, false)] = o[32 * c + lane] * factor;
-                dst[d_of(c, lane, true)] = o[32 * c + 16 + lane] * factor;
-            }
-    }
 
     static int64_t scratch_floats(int64_t num_rows) { return num_rows * D / 2 + num_rows * D + 2 * num_rows; }
 
@@ -366,7 +355,7 @@ struct Bf16Tile {
         }
         if (w.partial) {  // split-K: the unnormalised state, merged by attention.cpp
             for (int64_t r = 0; r < num_rows; ++r) {
-                store_unpermuted(o + r * D, 1.0f, w.partial + r * D);
+                store_bf16_pv_row(o + r * D, D, 1.0f, w.partial + r * D);
                 w.partial[kTileRows * D + r] = m[r];
                 w.partial[kTileRows * D + kTileRows + r] = l[r];
             }
@@ -374,7 +363,7 @@ struct Bf16Tile {
         }
         for (int64_t r = 0; r < num_rows; ++r) {
             const int64_t token = q_begin + w.token_begin + r / rows_per_token;
-            store_unpermuted(o + r * D, 1.0f / l[r],
+            store_bf16_pv_row(o + r * D, D, 1.0f / l[r],
                              a.out + (token * a.num_heads + first_head + r % rows_per_token) * D);
         }
     }

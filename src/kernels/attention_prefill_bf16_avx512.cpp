@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "kernels/attention_bf16_lanes.h"
 #include "kernels/attention_tile.h"
 #include "kernels/vec_exp_avx512.h"
 
@@ -55,17 +56,6 @@ struct PrefillTile {
                 values_i[pair * 2 * kPairVecs + 2 * c + 1] = _mm512_unpackhi_epi16(va, vb);
             }
         }
-    }
-
-    // Output lane i of accumulator 2c (low) / 2c+1 (high) holds dimension d_of(c, i, high).
-    static int64_t d_of(int64_t c, int64_t lane, bool high) { return 32 * c + 8 * (lane / 4) + (high ? 4 : 0) + lane % 4; }
-
-    static void store_unpermuted(const float* o, float factor, float* dst) {
-        for (int64_t c = 0; c < kPairVecs; ++c)
-            for (int64_t lane = 0; lane < 16; ++lane) {
-                dst[d_of(c, lane, false)] = o[32 * c + lane] * factor;
-                dst[d_of(c, lane, true)] = o[32 * c + 16 + lane] * factor;
-            }
     }
 
     struct Rows {
@@ -181,7 +171,7 @@ struct PrefillTile {
         }
         if (w.partial) {  // split-K: the unnormalised state, merged by attention.cpp
             for (int64_t row = 0; row < num_rows; ++row) {
-                store_unpermuted(t.o + row * D, 1.0f, w.partial + row * D);
+                store_bf16_pv_row(t.o + row * D, D, 1.0f, w.partial + row * D);
                 w.partial[kTileRows * D + row] = t.m[row];
                 w.partial[kTileRows * D + kTileRows + row] = t.l[row];
             }
@@ -189,7 +179,7 @@ struct PrefillTile {
         }
         for (int64_t row = 0; row < num_rows; ++row) {
             const int64_t token = q_begin + w.token_begin + row / group;
-            store_unpermuted(t.o + row * D, 1.0f / t.l[row],
+            store_bf16_pv_row(t.o + row * D, D, 1.0f / t.l[row],
                              a.out + (token * a.num_heads + w.kv_head * group + row % group) * D);
         }
     }
