@@ -56,7 +56,8 @@ Result<std::string> prepare_model(const BenchArgs& args) {
         if (args.model.empty()) return make_error("give --model DIR or --random qwen3-0.6b");
         return args.model;
     }
-    if (args.random_preset != "qwen3-0.6b") return make_error("--random: unknown preset \"{}\"", args.random_preset);
+    if (args.random_preset != "qwen3-0.6b")
+        return make_error("--random: unknown preset \"{}\"", args.random_preset);
     std::string dir = args.random_dir + "/" + args.random_preset;
     if (!std::filesystem::exists(dir + "/config.json")) {
         log_info("writing a random-weight {} checkpoint to {}", args.random_preset, dir);
@@ -101,20 +102,21 @@ Row make_row(std::string name, double tokens_per_s, double ms) {
 }
 
 class Report {
-public:
+  public:
     void add(Row row) {
         std::cout << format(row) << std::flush;
         rows_.push_back(std::move(row));
     }
     void print_header() const {
-        std::cout << fmt::format("{:<30} {:>10} {:>10} {:>10} {:>7}   {}\n", "workload", "tokens/s", "ms/step",
-                                 "roofline", "% roof", "target");
+        std::cout << fmt::format("{:<30} {:>10} {:>10} {:>10} {:>7}   {}\n", "workload", "tokens/s",
+                                 "ms/step", "roofline", "% roof", "target");
     }
     const std::vector<Row>& rows() const { return rows_; }
     nlohmann::json to_json() const {
         nlohmann::json list = nlohmann::json::array();
         for (const Row& row : rows_) {
-            nlohmann::json entry = {{"workload", row.name}, {"tokens_per_s", row.tokens_per_s}, {"ms_per_step", row.ms}};
+            nlohmann::json entry = {
+                {"workload", row.name}, {"tokens_per_s", row.tokens_per_s}, {"ms_per_step", row.ms}};
             if (row.roofline_tokens_per_s > 0) {
                 entry["roofline_tokens_per_s"] = row.roofline_tokens_per_s;
                 entry["fraction_of_roofline"] = row.tokens_per_s / row.roofline_tokens_per_s;
@@ -125,14 +127,17 @@ public:
         return list;
     }
 
-private:
+  private:
     static std::string format(const Row& row) {
-        std::string roof = row.roofline_tokens_per_s > 0 ? fmt::format("{:.1f}", row.roofline_tokens_per_s) : "";
-        std::string percent =
-            row.roofline_tokens_per_s > 0 ? fmt::format("{:.0f}%", 100 * row.tokens_per_s / row.roofline_tokens_per_s) : "";
-        std::string target = row.has_target ? fmt::format("{} ({})", row.target, row.met ? "met" : "MISSED") : "";
-        return fmt::format("{:<30} {:>10.1f} {:>10.2f} {:>10} {:>7}   {}\n", row.name, row.tokens_per_s, row.ms, roof,
-                           percent, target);
+        std::string roof =
+            row.roofline_tokens_per_s > 0 ? fmt::format("{:.1f}", row.roofline_tokens_per_s) : "";
+        std::string percent = row.roofline_tokens_per_s > 0
+                                  ? fmt::format("{:.0f}%", 100 * row.tokens_per_s / row.roofline_tokens_per_s)
+                                  : "";
+        std::string target =
+            row.has_target ? fmt::format("{} ({})", row.target, row.met ? "met" : "MISSED") : "";
+        return fmt::format("{:<30} {:>10.1f} {:>10.2f} {:>10} {:>7}   {}\n", row.name, row.tokens_per_s,
+                           row.ms, roof, percent, target);
     }
     std::vector<Row> rows_;
 };
@@ -149,7 +154,8 @@ void print_profile(const std::vector<Row>& rows) {
     for (const Row* row : profiled) std::cout << fmt::format(" {:>22}", row->name);
     std::cout << "\n";
     for (size_t op = 0; op < size_t(Op::kCount); ++op) {
-        bool any = std::any_of(profiled.begin(), profiled.end(), [&](const Row* r) { return r->op_seconds[op] > 0; });
+        bool any = std::any_of(profiled.begin(), profiled.end(),
+                               [&](const Row* r) { return r->op_seconds[op] > 0; });
         if (!any) continue;
         std::cout << fmt::format("{:<22}", op_name(Op(op)));
         for (const Row* row : profiled) {
@@ -170,10 +176,13 @@ struct BenchContext {
 void run_prefill_sweep(BenchContext& bench, ModelRunner& runner) {
     for (int64_t length : bench.args.prompt_lens) {
         StepTiming timing = repeat(bench.args.repeats, [&] { return time_prefill(runner, length); });
-        Row row = make_row(fmt::format("prefill {}", length), double(length) / timing.seconds, timing.seconds * 1e3);
+        Row row = make_row(fmt::format("prefill {}", length), double(length) / timing.seconds,
+                           timing.seconds * 1e3);
         double flops = bench.cost.flops(double(length), double(length) / 2, 1);
-        row.roofline_tokens_per_s = double(length) / roofline_seconds(bench.limits, bench.cost.weight_bytes, flops);
-        if (length == 512) row.has_target = true, row.target = ">= 800 tok/s", row.met = row.tokens_per_s >= 800;
+        row.roofline_tokens_per_s =
+            double(length) / roofline_seconds(bench.limits, bench.cost.weight_bytes, flops);
+        if (length == 512)
+            row.has_target = true, row.target = ">= 800 tok/s", row.met = row.tokens_per_s >= 800;
         row.op_seconds = timing.op_seconds;
         bench.report.add(row);
     }
@@ -190,16 +199,18 @@ std::vector<PlotPoint> run_decode_sweep(BenchContext& bench, ModelRunner& runner
     const BenchArgs& args = bench.args;
     std::vector<PlotPoint> points;
     for (int64_t batch : args.decode_batches) {
-        StepTiming timing =
-            median_timing(time_decode_steps(runner, batch, args.decode_context, args.decode_steps, args.repeats));
-        Row row = make_row(fmt::format("decode batch {}", batch), double(batch) / timing.seconds, timing.seconds * 1e3);
+        StepTiming timing = median_timing(
+            time_decode_steps(runner, batch, args.decode_context, args.decode_steps, args.repeats));
+        Row row = make_row(fmt::format("decode batch {}", batch), double(batch) / timing.seconds,
+                           timing.seconds * 1e3);
         row.roofline_tokens_per_s = decode_roofline(bench, batch, args.decode_context);
         if (batch == 1) {
             row.has_target = true;
             row.target = ">= 85% of roofline";
             row.met = row.tokens_per_s >= 0.85 * row.roofline_tokens_per_s;
         }
-        if (batch == 64) row.has_target = true, row.target = ">= 600 tok/s", row.met = row.tokens_per_s >= 600;
+        if (batch == 64)
+            row.has_target = true, row.target = ">= 600 tok/s", row.met = row.tokens_per_s >= 600;
         row.op_seconds = timing.op_seconds;
         points.push_back({double(batch), row.tokens_per_s, row.roofline_tokens_per_s});
         bench.report.add(row);
@@ -211,10 +222,10 @@ void run_context_sweep(BenchContext& bench, ModelRunner& runner) {
     const BenchArgs& args = bench.args;
     double first_seconds = 0;
     for (int64_t context : args.context_sweep) {
-        StepTiming timing =
-            median_timing(time_decode_steps(runner, args.context_batch, context, args.decode_steps, args.repeats));
+        StepTiming timing = median_timing(
+            time_decode_steps(runner, args.context_batch, context, args.decode_steps, args.repeats));
         Row row = make_row(fmt::format("decode b{} context {}", args.context_batch, context),
-                double(args.context_batch) / timing.seconds, timing.seconds * 1e3);
+                           double(args.context_batch) / timing.seconds, timing.seconds * 1e3);
         row.roofline_tokens_per_s = decode_roofline(bench, args.context_batch, context);
         if (first_seconds == 0) {
             first_seconds = timing.seconds;
@@ -234,12 +245,15 @@ void report_memory(const EngineDecodeTiming& engine, nlohmann::json& json) {
     const double mib = double(1 << 20);
     const double bound = engine.weight_bytes + engine.kv_cache_bytes + 300 * mib;
     const double other = engine.peak_rss_bytes - engine.weight_bytes - engine.kv_cache_bytes;
-    std::cout << fmt::format("memory while serving: peak RSS {:.0f} MiB = weights {:.0f} + KV {:.0f} + {:.0f} MiB "
-                             "other; bound weights + KV + 300 MiB = {:.0f} MiB ({})\n",
-                             engine.peak_rss_bytes / mib, engine.weight_bytes / mib, engine.kv_cache_bytes / mib,
-                             other / mib, bound / mib, engine.peak_rss_bytes <= bound ? "met" : "MISSED");
-    json["memory"] = {{"peak_rss_bytes", engine.peak_rss_bytes}, {"weight_bytes", engine.weight_bytes},
-                      {"kv_cache_bytes", engine.kv_cache_bytes}, {"bound_bytes", bound},
+    std::cout << fmt::format(
+        "memory while serving: peak RSS {:.0f} MiB = weights {:.0f} + KV {:.0f} + {:.0f} MiB "
+        "other; bound weights + KV + 300 MiB = {:.0f} MiB ({})\n",
+        engine.peak_rss_bytes / mib, engine.weight_bytes / mib, engine.kv_cache_bytes / mib, other / mib,
+        bound / mib, engine.peak_rss_bytes <= bound ? "met" : "MISSED");
+    json["memory"] = {{"peak_rss_bytes", engine.peak_rss_bytes},
+                      {"weight_bytes", engine.weight_bytes},
+                      {"kv_cache_bytes", engine.kv_cache_bytes},
+                      {"bound_bytes", bound},
                       {"target_met", engine.peak_rss_bytes <= bound}};
 }
 
@@ -253,17 +267,19 @@ EngineConfig engine_config_for(const BenchArgs& args, const std::string& model_d
     return config;
 }
 
-Status run_engine_workloads(BenchContext& bench, const std::string& model_dir, const ModelConfig& model_config,
-                            DType dtype, nlohmann::json& json) {
+Status run_engine_workloads(BenchContext& bench, const std::string& model_dir,
+                            const ModelConfig& model_config, DType dtype, nlohmann::json& json) {
     const BenchArgs& args = bench.args;
     if (args.engine_batch > 0) {
         EngineConfig config = engine_config_for(args, model_dir, dtype);
         config.runner.max_num_seqs = args.engine_batch;
         config.runner.max_model_len = std::min<int64_t>(model_config.max_position_embeddings, 256);
-        LMRUN_ASSIGN_OR_RETURN(EngineDecodeTiming timing, time_engine_decode(config, args.engine_batch, 128, 8));
+        LMRUN_ASSIGN_OR_RETURN(EngineDecodeTiming timing,
+                               time_engine_decode(config, args.engine_batch, 128, 8));
         double share = timing.overhead_seconds_per_step / timing.seconds_per_step;
-        Row row = make_row(fmt::format("engine decode batch {}", args.engine_batch),
-                double(args.engine_batch) / timing.seconds_per_step, timing.seconds_per_step * 1e3);
+        Row row =
+            make_row(fmt::format("engine decode batch {}", args.engine_batch),
+                     double(args.engine_batch) / timing.seconds_per_step, timing.seconds_per_step * 1e3);
         row.has_target = true;
         row.target = fmt::format("overhead {:.2f}% of the step, < 5%", 100 * share);
         row.met = share < 0.05;
@@ -273,8 +289,9 @@ Status run_engine_workloads(BenchContext& bench, const std::string& model_dir, c
     if (args.offline_requests > 0) {
         EngineConfig config = engine_config_for(args, model_dir, dtype);
         config.runner.max_num_seqs = args.offline_max_num_seqs;
-        config.runner.max_model_len = std::min(model_config.max_position_embeddings,
-                                               args.offline_prompt_range[1] + args.offline_output_range[1] + 16);
+        config.runner.max_model_len =
+            std::min(model_config.max_position_embeddings,
+                     args.offline_prompt_range[1] + args.offline_output_range[1] + 16);
         OfflineWorkload workload;
         workload.num_requests = args.offline_requests;
         workload.min_prompt_len = args.offline_prompt_range[0];
@@ -283,7 +300,7 @@ Status run_engine_workloads(BenchContext& bench, const std::string& model_dir, c
         workload.max_output_len = args.offline_output_range[1];
         LMRUN_ASSIGN_OR_RETURN(OfflineResult offline, run_offline_workload(config, workload));
         Row row = make_row(fmt::format("offline {} req (output)", args.offline_requests),
-                double(offline.output_tokens) / offline.seconds, 0);
+                           double(offline.output_tokens) / offline.seconds, 0);
         row.has_target = true, row.target = ">= 400 tok/s", row.met = row.tokens_per_s >= 400;
         bench.report.add(row);
     }
@@ -301,13 +318,17 @@ ModelRunnerConfig runner_config_for(const BenchArgs& args, const ModelConfig& co
     runner.max_model_len =
         std::min(config.max_position_embeddings, std::max(max_prompt, max_context + args.decode_steps) + 16);
     // Room for the largest workload, and at least the --kv-cache-memory budget.
-    auto blocks = [&](int64_t batch, int64_t tokens) { return batch * ((tokens + runner.block_size - 1) / runner.block_size); };
-    int64_t blocks_needed = std::max(blocks(1, max_prompt), blocks(max_batch, args.decode_context + args.decode_steps));
+    auto blocks = [&](int64_t batch, int64_t tokens) {
+        return batch * ((tokens + runner.block_size - 1) / runner.block_size);
+    };
+    int64_t blocks_needed =
+        std::max(blocks(1, max_prompt), blocks(max_batch, args.decode_context + args.decode_steps));
     for (int64_t context : args.context_sweep) {
         blocks_needed = std::max(blocks_needed, blocks(args.context_batch, context + args.decode_steps));
     }
     double needed_bytes = double(blocks_needed * runner.block_size) * cost.kv_bytes_per_token;
-    runner.kv_cache_memory_bytes = int64_t(std::max(needed_bytes, args.kv_cache_memory_gib * double(1ll << 30)));
+    runner.kv_cache_memory_bytes =
+        int64_t(std::max(needed_bytes, args.kv_cache_memory_gib * double(1ll << 30)));
     return runner;
 }
 
@@ -334,21 +355,25 @@ int run_bench(const BenchArgs& args) {
         !status.ok()) {
         return log_error("{}", status.error().message), 1;
     }
-    log_info("measuring this machine's limits ({} threads, {} kernels)", num_threads(), isa_name(kernel_isa()));
+    log_info("measuring this machine's limits ({} threads, {} kernels)", num_threads(),
+             isa_name(kernel_isa()));
     bench.limits = measure_machine_limits();
-    std::cout << fmt::format("limits: read bandwidth {:.1f} GB/s, BF16 GEMM peak {:.0f} GFLOP/s (oneDNN {:.0f})\n",
-                             bench.limits.read_bytes_per_s / 1e9, bench.limits.gemm_flops_per_s / 1e9,
-                             bench.limits.onednn_flops_per_s / 1e9);
-    std::cout << fmt::format("model: {:.0f} MiB of weights read per forward, {:.2f} GFLOP per token (+ attention)\n",
-                             bench.cost.weight_bytes / double(1 << 20),
-                             2 * (bench.cost.layer_params + bench.cost.lm_head_params) / 1e9);
+    std::cout << fmt::format(
+        "limits: read bandwidth {:.1f} GB/s, BF16 GEMM peak {:.0f} GFLOP/s (oneDNN {:.0f})\n",
+        bench.limits.read_bytes_per_s / 1e9, bench.limits.gemm_flops_per_s / 1e9,
+        bench.limits.onednn_flops_per_s / 1e9);
+    std::cout << fmt::format(
+        "model: {:.0f} MiB of weights read per forward, {:.2f} GFLOP per token (+ attention)\n",
+        bench.cost.weight_bytes / double(1 << 20),
+        2 * (bench.cost.layer_params + bench.cost.lm_head_params) / 1e9);
 
     json["limits"] = {{"read_bytes_per_s", bench.limits.read_bytes_per_s},
                       {"gemm_flops_per_s", bench.limits.gemm_flops_per_s},
                       {"onednn_flops_per_s", bench.limits.onednn_flops_per_s}};
     auto model = CausalLM::load(model_dir.value(), config.value(), dtype);
     if (!model.ok()) return log_error("{}", model.error().message), 1;
-    auto runner = ModelRunner::create(std::move(model).value(), runner_config_for(args, config.value(), bench.cost));
+    auto runner =
+        ModelRunner::create(std::move(model).value(), runner_config_for(args, config.value(), bench.cost));
     if (!runner.ok()) return log_error("{}", runner.error().message), 1;
     run_prefill_sweep(bench, *runner.value());
     std::vector<PlotPoint> points = run_decode_sweep(bench, *runner.value());
@@ -357,8 +382,9 @@ int run_bench(const BenchArgs& args) {
     json["workloads"] = bench.report.to_json();
     if (!args.json_path.empty()) std::ofstream(args.json_path) << json.dump(2) << "\n";
     if (!args.plot_path.empty()) {
-        Status status = write_throughput_svg(args.plot_path, points,
-                                             fmt::format("{} decode, {} threads", model_type_name(config->arch), num_threads()));
+        Status status = write_throughput_svg(
+            args.plot_path, points,
+            fmt::format("{} decode, {} threads", model_type_name(config->arch), num_threads()));
         if (!status.ok()) return log_error("{}", status.error().message), 1;
     }
     return 0;
@@ -371,31 +397,49 @@ CommandRunner add_bench_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand("bench", "Measure prefill and decode throughput");
     command->add_option("--model", args->model, "Model folder");
     command->add_option("--random", args->random_preset, "Benchmark a random-weight checkpoint: qwen3-0.6b");
-    command->add_option("--random-dir", args->random_dir, "Where random checkpoints are written")->capture_default_str();
+    command->add_option("--random-dir", args->random_dir, "Where random checkpoints are written")
+        ->capture_default_str();
     command->add_option("--dtype", args->dtype, "auto, float32, bfloat16")->capture_default_str();
-    command->add_option("--prompt-lens", args->prompt_lens, "Prefill prompt lengths")->delimiter(',')->capture_default_str();
-    command->add_option("--decode-batches", args->decode_batches, "Decode batch sizes")->delimiter(',')->capture_default_str();
+    command->add_option("--prompt-lens", args->prompt_lens, "Prefill prompt lengths")
+        ->delimiter(',')
+        ->capture_default_str();
+    command->add_option("--decode-batches", args->decode_batches, "Decode batch sizes")
+        ->delimiter(',')
+        ->capture_default_str();
     command->add_option("--decode-context", args->decode_context, "Context tokens per decoding sequence")
         ->capture_default_str();
     command->add_option("--decode-steps", args->decode_steps, "Timed decode steps")->capture_default_str();
     command->add_option("--context-sweep", args->context_sweep, "Decode contexts compared at --context-batch")
-        ->delimiter(',')->capture_default_str();
-    command->add_option("--context-batch", args->context_batch, "Batch of the context sweep")->capture_default_str();
-    command->add_option("--engine-batch", args->engine_batch, "Engine overhead measured at this batch (0: skip)")
+        ->delimiter(',')
         ->capture_default_str();
-    command->add_option("--repeats", args->repeats, "Runs per workload (median reported)")->capture_default_str();
+    command->add_option("--context-batch", args->context_batch, "Batch of the context sweep")
+        ->capture_default_str();
+    command
+        ->add_option("--engine-batch", args->engine_batch, "Engine overhead measured at this batch (0: skip)")
+        ->capture_default_str();
+    command->add_option("--repeats", args->repeats, "Runs per workload (median reported)")
+        ->capture_default_str();
     command->add_option("--threads", args->threads, "Compute threads (default: one per core)");
     command->add_option("--json", args->json_path, "Write the results as JSON");
     command->add_option("--plot", args->plot_path, "Write decode throughput vs batch size as SVG");
     command->add_flag("--profile", args->profile, "Print where each workload's step time goes, per op");
-    command->add_option("--offline", args->offline_requests, "Also run N offline requests (nano-vLLM bench.py shape)");
+    command->add_option("--offline", args->offline_requests,
+                        "Also run N offline requests (nano-vLLM bench.py shape)");
     command->add_option("--offline-prompt-range", args->offline_prompt_range, "Min,max prompt tokens")
-        ->delimiter(',')->expected(2)->capture_default_str();
-    command->add_option("--offline-output-range", args->offline_output_range, "Min,max output tokens")
-        ->delimiter(',')->expected(2)->capture_default_str();
-    command->add_option("--offline-max-num-seqs", args->offline_max_num_seqs, "Running sequences in the offline run")
+        ->delimiter(',')
+        ->expected(2)
         ->capture_default_str();
-    command->add_option("--kv-cache-memory", args->kv_cache_memory_gib, "KV cache GiB (at least what workloads need)")
+    command->add_option("--offline-output-range", args->offline_output_range, "Min,max output tokens")
+        ->delimiter(',')
+        ->expected(2)
+        ->capture_default_str();
+    command
+        ->add_option("--offline-max-num-seqs", args->offline_max_num_seqs,
+                     "Running sequences in the offline run")
+        ->capture_default_str();
+    command
+        ->add_option("--kv-cache-memory", args->kv_cache_memory_gib,
+                     "KV cache GiB (at least what workloads need)")
         ->capture_default_str();
     return [args] { return run_bench(*args); };
 }

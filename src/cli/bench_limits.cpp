@@ -55,8 +55,8 @@ double measure_read_bandwidth(int64_t buffer_bytes, int repeats) {
     // not the DRAM, would set the figure.
     constexpr size_t kHugePage = size_t(2) << 20;
     const size_t bytes = (size_t(buffer_bytes) + kHugePage - 1) / kHugePage * kHugePage;
-    std::unique_ptr<float, decltype(&std::free)> buffer(static_cast<float*>(std::aligned_alloc(kHugePage, bytes)),
-                                                        &std::free);
+    std::unique_ptr<float, decltype(&std::free)> buffer(
+        static_cast<float*>(std::aligned_alloc(kHugePage, bytes)), &std::free);
     if (!buffer) return 0;
     madvise(buffer.get(), bytes, MADV_HUGEPAGE);
     parallel_for(count, [&](int64_t begin, int64_t end) {  // each thread faults in its own part
@@ -98,7 +98,8 @@ void measure_gemm_peak(MachineLimits& limits, int repeats) {
         return *std::max_element(rates.begin(), rates.end());
     };
     double engine = rate([&] { kernels::linear(x.data(), kRows, weight, nullptr, y.data()); });
-    limits.onednn_flops_per_s = rate([&] { kernels::linear_onednn(x.data(), kRows, weight, nullptr, y.data()); });
+    limits.onednn_flops_per_s =
+        rate([&] { kernels::linear_onednn(x.data(), kRows, weight, nullptr, y.data()); });
     limits.gemm_flops_per_s = std::max(engine, limits.onednn_flops_per_s);
 }
 

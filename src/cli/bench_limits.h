@@ -7,8 +7,8 @@
 namespace lmrun::cli {
 
 struct MachineLimits {
-    double read_bytes_per_s = 0;  // streaming read, every thread, several streams per thread
-    double gemm_flops_per_s = 0;  // best large BF16 GEMM through the engine's linear kernels
+    double read_bytes_per_s = 0;    // streaming read, every thread, several streams per thread
+    double gemm_flops_per_s = 0;    // best large BF16 GEMM through the engine's linear kernels
     double onednn_flops_per_s = 0;  // the same GEMM through oneDNN alone
 };
 

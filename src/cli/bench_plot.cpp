@@ -51,8 +51,10 @@ std::string throughput_svg(const std::vector<PlotPoint>& points, const std::stri
     }
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">decode batch size</text>\n",
                        (kWidth + kLeft) / 2, kHeight - 10);
-    svg += fmt::format("<text x=\"16\" y=\"{}\" transform=\"rotate(-90 16 {})\" text-anchor=\"middle\">"
-                       "generated tokens/s</text>\n", (kHeight) / 2, kHeight / 2);
+    svg += fmt::format(
+        "<text x=\"16\" y=\"{}\" transform=\"rotate(-90 16 {})\" text-anchor=\"middle\">"
+        "generated tokens/s</text>\n",
+        (kHeight) / 2, kHeight / 2);
     std::vector<std::pair<double, double>> measured, roofline;
     for (const PlotPoint& p : points) {
         measured.emplace_back(x_of(p.batch), y_of(p.tokens_per_s));
@@ -60,15 +62,17 @@ std::string throughput_svg(const std::vector<PlotPoint>& points, const std::stri
     }
     svg += polyline(roofline, "#999999", true);
     svg += polyline(measured, "#1f77b4", false);
-    for (auto [x, y] : measured) svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"#1f77b4\"/>\n", x, y);
+    for (auto [x, y] : measured)
+        svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"#1f77b4\"/>\n", x, y);
     svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#1f77b4\">measured</text>\n", kLeft + 10, kTop + 10);
-    svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#999999\">roofline (in-run limits)</text>\n", kLeft + 10,
-                       kTop + 26);
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#999999\">roofline (in-run limits)</text>\n",
+                       kLeft + 10, kTop + 26);
     svg += "</svg>\n";
     return svg;
 }
 
-Status write_throughput_svg(const std::string& path, const std::vector<PlotPoint>& points, const std::string& title) {
+Status write_throughput_svg(const std::string& path, const std::vector<PlotPoint>& points,
+                            const std::string& title) {
     std::ofstream out(path);
     if (!out) return make_error("{}: cannot write the plot", path);
     out << throughput_svg(points, title);

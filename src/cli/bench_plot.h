@@ -16,6 +16,7 @@ struct PlotPoint {
 };
 
 std::string throughput_svg(const std::vector<PlotPoint>& points, const std::string& title);
-Status write_throughput_svg(const std::string& path, const std::vector<PlotPoint>& points, const std::string& title);
+Status write_throughput_svg(const std::string& path, const std::vector<PlotPoint>& points,
+                            const std::string& title);
 
 }  // namespace lmrun::cli

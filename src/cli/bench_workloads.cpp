@@ -25,7 +25,7 @@ std::vector<int32_t> block_range(int64_t first, int64_t count) {
 
 // Starts the profiler's count and the clock together; finish() divides both by `steps`.
 class TimedSection {
-public:
+  public:
     TimedSection() { OpProfiler::instance().reset(); }
     StepTiming finish(int64_t steps) const {
         StepTiming timing;
@@ -35,7 +35,7 @@ public:
         return timing;
     }
 
-private:
+  private:
     Stopwatch timer_;
 };
 
@@ -74,7 +74,8 @@ std::vector<StepTiming> time_decode_steps(ModelRunner& runner, int64_t batch, in
     for (int64_t repeat = 0; repeat < repeats; ++repeat) {  // each repeat rewrites the same KV slots
         TimedSection section;
         for (int64_t step = 0; step < steps; ++step) {
-            for (int64_t s = 0; s < batch; ++s) seqs[s] = RunnerSequence{ids[s], blocks[s], context + step, 1, true, {}};
+            for (int64_t s = 0; s < batch; ++s)
+                seqs[s] = RunnerSequence{ids[s], blocks[s], context + step, 1, true, {}};
             runner.run(seqs);
         }
         timings.push_back(section.finish(steps));
@@ -127,14 +128,16 @@ ModelCost model_cost(const ModelConfig& config, DType weight_dtype, DType kv_dty
     const double hidden = double(config.hidden_size), head_dim = double(config.head_dim);
     const double q = double(config.num_attention_heads) * head_dim;
     const double kv = double(config.num_key_value_heads) * head_dim;
-    const double per_layer = hidden * (q + 2 * kv) + q * hidden + 3 * hidden * double(config.intermediate_size);
+    const double per_layer =
+        hidden * (q + 2 * kv) + q * hidden + 3 * hidden * double(config.intermediate_size);
     cost.num_layers = config.num_hidden_layers;
     cost.num_heads = config.num_attention_heads;
     cost.head_dim = config.head_dim;
     cost.layer_params = per_layer * double(config.num_hidden_layers);
     cost.lm_head_params = double(config.vocab_size) * hidden;
     cost.weight_bytes = (cost.layer_params + cost.lm_head_params) * double(dtype_size_bytes(weight_dtype));
-    cost.kv_bytes_per_token = 2.0 * kv * double(config.num_hidden_layers) * double(dtype_size_bytes(kv_dtype));
+    cost.kv_bytes_per_token =
+        2.0 * kv * double(config.num_hidden_layers) * double(dtype_size_bytes(kv_dtype));
     return cost;
 }
 

@@ -16,7 +16,7 @@ namespace lmrun::cli {
 using OpSeconds = std::array<double, size_t(Op::kCount)>;
 
 struct StepTiming {
-    double seconds = 0;  // per step (a whole prompt for prefill)
+    double seconds = 0;      // per step (a whole prompt for prefill)
     OpSeconds op_seconds{};  // per step, when the op profiler is on
 };
 
@@ -40,9 +40,9 @@ Result<EngineDecodeTiming> time_engine_decode(const EngineConfig& config, int64_
 
 // What one token costs the model, for rooflines.
 struct ModelCost {
-    double layer_params = 0;    // multiply-adds per token in the decoder layers' projections
-    double lm_head_params = 0;  // and in the LM head (once per sampled token)
-    double weight_bytes = 0;    // bytes of weights a forward pass reads (layers + LM head)
+    double layer_params = 0;        // multiply-adds per token in the decoder layers' projections
+    double lm_head_params = 0;      // and in the LM head (once per sampled token)
+    double weight_bytes = 0;        // bytes of weights a forward pass reads (layers + LM head)
     double kv_bytes_per_token = 0;  // K and V of one token over all layers
     int64_t num_layers = 0, num_heads = 0, head_dim = 0;
 

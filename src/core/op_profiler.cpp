@@ -6,22 +6,38 @@ namespace lmrun {
 
 std::string_view op_name(Op op) {
     switch (op) {
-        case Op::Embedding: return "embedding";
-        case Op::Norm: return "rms_norm (+residual)";
-        case Op::QkvProj: return "qkv_proj";
-        case Op::QkNormRope: return "q/k norm + rope";
-        case Op::KvStore: return "kv cache store";
-        case Op::Attention: return "paged attention";
-        case Op::OProj: return "o_proj";
-        case Op::GateUpProj: return "gate_up_proj";
-        case Op::SiluMul: return "silu * mul";
-        case Op::DownProj: return "down_proj";
-        case Op::LmHead: return "final norm + lm_head";
-        case Op::Sampling: return "sampling";
-        case Op::PrepareInputs: return "prepare inputs";
-        case Op::Schedule: return "schedule";
-        case Op::OutputProcessing: return "output processing";
-        case Op::kCount: break;
+        case Op::Embedding:
+            return "embedding";
+        case Op::Norm:
+            return "rms_norm (+residual)";
+        case Op::QkvProj:
+            return "qkv_proj";
+        case Op::QkNormRope:
+            return "q/k norm + rope";
+        case Op::KvStore:
+            return "kv cache store";
+        case Op::Attention:
+            return "paged attention";
+        case Op::OProj:
+            return "o_proj";
+        case Op::GateUpProj:
+            return "gate_up_proj";
+        case Op::SiluMul:
+            return "silu * mul";
+        case Op::DownProj:
+            return "down_proj";
+        case Op::LmHead:
+            return "final norm + lm_head";
+        case Op::Sampling:
+            return "sampling";
+        case Op::PrepareInputs:
+            return "prepare inputs";
+        case Op::Schedule:
+            return "schedule";
+        case Op::OutputProcessing:
+            return "output processing";
+        case Op::kCount:
+            break;
     }
     return "?";
 }
@@ -37,7 +53,8 @@ void OpProfiler::reset() {
 
 std::array<double, size_t(Op::kCount)> OpProfiler::seconds() const {
     std::array<double, size_t(Op::kCount)> result{};
-    for (size_t i = 0; i < result.size(); ++i) result[i] = double(totals_[i].load(std::memory_order_relaxed)) * 1e-9;
+    for (size_t i = 0; i < result.size(); ++i)
+        result[i] = double(totals_[i].load(std::memory_order_relaxed)) * 1e-9;
     return result;
 }
 

@@ -33,7 +33,7 @@ enum class Op : int {
 std::string_view op_name(Op op);
 
 class OpProfiler {
-public:
+  public:
     static OpProfiler& instance();
 
     void set_enabled(bool enabled) { enabled_.store(enabled, std::memory_order_relaxed); }
@@ -45,7 +45,7 @@ public:
     // Seconds spent in each op since the last reset().
     std::array<double, size_t(Op::kCount)> seconds() const;
 
-private:
+  private:
     std::atomic<bool> enabled_{false};
     std::array<std::atomic<int64_t>, size_t(Op::kCount)> totals_{};
 };
@@ -54,7 +54,7 @@ int64_t monotonic_nanoseconds();
 
 // Times its scope into `op` when profiling is on.
 class ScopedOp {
-public:
+  public:
     explicit ScopedOp(Op op)
         : op_(op), start_(OpProfiler::instance().enabled() ? monotonic_nanoseconds() : -1) {}
     ~ScopedOp() {
@@ -63,7 +63,7 @@ public:
     ScopedOp(const ScopedOp&) = delete;
     ScopedOp& operator=(const ScopedOp&) = delete;
 
-private:
+  private:
     Op op_;
     int64_t start_;
 };

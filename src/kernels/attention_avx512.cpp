@@ -33,7 +33,8 @@ struct Avx512Ops {
 
     void copy_scaled(const float* src, float factor, float* dst) const {
         __m512 f = _mm512_set1_ps(factor);
-        for (int64_t c = 0; c < kVecs; ++c) _mm512_storeu_ps(dst + 16 * c, _mm512_mul_ps(_mm512_loadu_ps(src + 16 * c), f));
+        for (int64_t c = 0; c < kVecs; ++c)
+            _mm512_storeu_ps(dst + 16 * c, _mm512_mul_ps(_mm512_loadu_ps(src + 16 * c), f));
     }
 
     void scale(float* o, float factor) const { copy_scaled(o, factor, o); }
@@ -41,8 +42,8 @@ struct Avx512Ops {
     // scores[row][j] = q_row · key_j for j < count; keys at `offset` + j·stride elements. Each
     // key is loaded (BF16 widened) into registers once and used by every row of the tile; two
     // accumulators per dot product halve the FMA dependency chain.
-    void score_rows(const TileRows& t, int64_t num_rows, const void* keys, DType dtype,
-                    int64_t offset, int64_t stride, int64_t count) const {
+    void score_rows(const TileRows& t, int64_t num_rows, const void* keys, DType dtype, int64_t offset,
+                    int64_t stride, int64_t count) const {
         for (int64_t j = 0; j < count; ++j) {
             __m512 key[kVecs];
             if (dtype == DType::F32) {
@@ -93,11 +94,14 @@ constexpr int kReducePerm[16] = {0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 1
 inline __m512 reduce16(const __m512* v) {
     __m512 t[8], u[4], w[2];
     for (int i = 0; i < 8; ++i)
-        t[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[i], v[i + 8], 0x44), _mm512_shuffle_f32x4(v[i], v[i + 8], 0xEE));
+        t[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[i], v[i + 8], 0x44),
+                             _mm512_shuffle_f32x4(v[i], v[i + 8], 0xEE));
     for (int i = 0; i < 4; ++i)
-        u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(t[i], t[i + 4], 0x88), _mm512_shuffle_f32x4(t[i], t[i + 4], 0xDD));
+        u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(t[i], t[i + 4], 0x88),
+                             _mm512_shuffle_f32x4(t[i], t[i + 4], 0xDD));
     for (int i = 0; i < 2; ++i)
-        w[i] = _mm512_add_ps(_mm512_shuffle_ps(u[i], u[i + 2], 0x44), _mm512_shuffle_ps(u[i], u[i + 2], 0xEE));
+        w[i] =
+            _mm512_add_ps(_mm512_shuffle_ps(u[i], u[i + 2], 0x44), _mm512_shuffle_ps(u[i], u[i + 2], 0xEE));
     return _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xDD));
 }
 
@@ -154,10 +158,12 @@ struct DecodeTile {
                 float* dst = out + (h * kKeyChunk + j) * D;
                 if (cache.dtype == DType::F32) {
                     const float* src = static_cast<const float*>(base) + at;
-                    for (int64_t c = 0; c < kVecs; ++c) _mm512_storeu_ps(dst + 16 * c, _mm512_loadu_ps(src + 16 * c));
+                    for (int64_t c = 0; c < kVecs; ++c)
+                        _mm512_storeu_ps(dst + 16 * c, _mm512_loadu_ps(src + 16 * c));
                 } else {
                     const uint16_t* src = static_cast<const uint16_t*>(base) + at;
-                    for (int64_t c = 0; c < kVecs; ++c) _mm512_storeu_ps(dst + 16 * c, Avx512Ops<D>::widen16(src + 16 * c));
+                    for (int64_t c = 0; c < kVecs; ++c)
+                        _mm512_storeu_ps(dst + 16 * c, Avx512Ops<D>::widen16(src + 16 * c));
                 }
             }
         }
@@ -248,7 +254,8 @@ struct Bf16Tile {
                 for (int64_t c = 0; c < kPairVecs; ++c) {
                     __m512bh k = (__m512bh)_mm512_loadu_si512(keys + j * stride + 32 * c);
                     for (int r = 0; r < R; ++r)
-                        acc[r] = _mm512_dpbf16_ps(acc[r], k, (__m512bh)_mm512_loadu_si512(q + r * D + 32 * c));
+                        acc[r] =
+                            _mm512_dpbf16_ps(acc[r], k, (__m512bh)_mm512_loadu_si512(q + r * D + 32 * c));
                 }
             }
             for (int r = 0; r < R; ++r) dots[r][kReducePerm[j]] = acc[r];
@@ -258,7 +265,8 @@ struct Bf16Tile {
         for (int r = 0; r < R; ++r) {
             const __m512 scores = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid, reduce16(dots[r]));
             const float m_new = max_f32(m[r], _mm512_reduce_max_ps(scores));
-            const __m512 p = _mm512_maskz_mov_ps(valid, exp_avx512(_mm512_sub_ps(scores, _mm512_set1_ps(m_new))));
+            const __m512 p =
+                _mm512_maskz_mov_ps(valid, exp_avx512(_mm512_sub_ps(scores, _mm512_set1_ps(m_new))));
             correction[r] = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new);
             l[r] = l[r] * correction[r] + _mm512_reduce_add_ps(p);
             m[r] = m_new;
@@ -268,7 +276,8 @@ struct Bf16Tile {
         __m512 acc[R][2 * kPairVecs];
         for (int r = 0; r < R; ++r) {
             const __m512 scale = _mm512_set1_ps(correction[r]);
-            for (int64_t c = 0; c < 2 * kPairVecs; ++c) acc[r][c] = _mm512_mul_ps(_mm512_loadu_ps(o + r * D + 16 * c), scale);
+            for (int64_t c = 0; c < 2 * kPairVecs; ++c)
+                acc[r][c] = _mm512_mul_ps(_mm512_loadu_ps(o + r * D + 16 * c), scale);
         }
         for (int64_t pair = 0; 2 * pair < count; ++pair) {
             const uint16_t* row_a = values + 2 * pair * stride;
@@ -332,7 +341,8 @@ struct Bf16Tile {
             const int64_t count = min_i64(min_i64(kKeyChunk, cache.block_size - offset), num_keys - key0);
             const int64_t slot = int64_t(blocks[key0 / cache.block_size]) * cache.block_size + offset;
             for (int64_t t = 0; t < w.num_tokens; ++t) {
-                const int64_t visible = min_i64(count, first_pos + t - key0 + 1);  // causal prefix of the chunk
+                const int64_t visible =
+                    min_i64(count, first_pos + t - key0 + 1);  // causal prefix of the chunk
                 if (visible <= 0) continue;
                 // Heads in address order: a token's KV heads are adjacent in the cache.
                 for (int64_t h = 0; h < heads; ++h) {
@@ -340,12 +350,12 @@ struct Bf16Tile {
                     const int64_t row_end = t * rows_per_token + (h + 1) * group;
                     for (int64_t r = row_end - group; r < row_end;) {
                         if (row_end - r >= 2) {
-                            attend_rows<2>(q + r * D, k_cache + first, v_cache + first, stride, visible, o + r * D,
-                                           m + r, l + r);
+                            attend_rows<2>(q + r * D, k_cache + first, v_cache + first, stride, visible,
+                                           o + r * D, m + r, l + r);
                             r += 2;
                         } else {
-                            attend_rows<1>(q + r * D, k_cache + first, v_cache + first, stride, visible, o + r * D,
-                                           m + r, l + r);
+                            attend_rows<1>(q + r * D, k_cache + first, v_cache + first, stride, visible,
+                                           o + r * D, m + r, l + r);
                             r += 1;
                         }
                     }
@@ -364,7 +374,7 @@ struct Bf16Tile {
         for (int64_t r = 0; r < num_rows; ++r) {
             const int64_t token = q_begin + w.token_begin + r / rows_per_token;
             store_bf16_pv_row(o + r * D, D, 1.0f / l[r],
-                             a.out + (token * a.num_heads + first_head + r % rows_per_token) * D);
+                              a.out + (token * a.num_heads + first_head + r % rows_per_token) * D);
         }
     }
 };
@@ -373,12 +383,23 @@ struct Bf16Tile {
 template <typename Fn>
 bool dispatch_head_dim(int64_t head_dim, Fn&& fn) {
     switch (head_dim) {
-        case 16: fn(Avx512Ops<16>{}); return true;
-        case 32: fn(Avx512Ops<32>{}); return true;
-        case 64: fn(Avx512Ops<64>{}); return true;
-        case 128: fn(Avx512Ops<128>{}); return true;
-        case 256: fn(Avx512Ops<256>{}); return true;
-        default: return false;
+        case 16:
+            fn(Avx512Ops<16>{});
+            return true;
+        case 32:
+            fn(Avx512Ops<32>{});
+            return true;
+        case 64:
+            fn(Avx512Ops<64>{});
+            return true;
+        case 128:
+            fn(Avx512Ops<128>{});
+            return true;
+        case 256:
+            fn(Avx512Ops<256>{});
+            return true;
+        default:
+            return false;
     }
 }
 
@@ -400,7 +421,8 @@ int64_t attention_decode_scratch_floats(int64_t head_dim, int64_t num_rows, int6
 
 void attention_tile_avx512(const AttentionArgs& args, const AttentionTile& tile, float* scratch) {
     const bool bf16_dot = args.cache.dtype == DType::BF16 && args.bf16_dot;
-    const bool decode = tile.num_tokens == 1 && args.cu_seqlens_q[tile.seq + 1] - args.cu_seqlens_q[tile.seq] == 1;
+    const bool decode =
+        tile.num_tokens == 1 && args.cu_seqlens_q[tile.seq + 1] - args.cu_seqlens_q[tile.seq] == 1;
     if (bf16_dot && !decode && attention_prefill_tile_bf16(args, tile, scratch)) return;
     dispatch_head_dim(args.cache.head_dim, [&](auto ops) {
         constexpr int64_t D = decltype(ops)::kVecs * 16;

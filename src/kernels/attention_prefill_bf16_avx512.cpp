@@ -21,8 +21,12 @@
 namespace lmrun::kernels {
 namespace {
 
-inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
-inline int64_t max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
+inline int64_t min_i64(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
+inline int64_t max_i64(int64_t a, int64_t b) {
+    return a > b ? a : b;
+}
 
 constexpr int kRowBlock = 4;  // rows sharing each loaded K / V vector
 
@@ -34,8 +38,9 @@ struct PrefillTile {
     // keys_t[p] = dword p (dims 2p, 2p+1) of each of the chunk's keys, key j in lane j; lanes
     // past `count` are zero.
     static void gather_keys(const uint16_t* first_key, int64_t stride, int64_t count, __m512i* keys_t) {
-        const __m512i index = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                                 _mm512_set1_epi32(int32_t(stride / 2)));
+        const __m512i index =
+            _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                               _mm512_set1_epi32(int32_t(stride / 2)));
         const __mmask16 valid = __mmask16((1u << count) - 1);
         const auto* base = reinterpret_cast<const int32_t*>(first_key);
         for (int64_t p = 0; p < kPairs; ++p) {
@@ -45,7 +50,8 @@ struct PrefillTile {
 
     // values_i[pair][2c + h]: keys 2·pair and 2·pair+1 interleaved over dims 32c.., low (h = 0)
     // or high (h = 1) halves of each 128-bit lane; an odd last key pairs with zeros.
-    static void interleave_values(const uint16_t* first_value, int64_t stride, int64_t count, __m512i* values_i) {
+    static void interleave_values(const uint16_t* first_value, int64_t stride, int64_t count,
+                                  __m512i* values_i) {
         for (int64_t pair = 0; 2 * pair < count; ++pair) {
             const uint16_t* row_a = first_value + 2 * pair * stride;
             const bool has_b = 2 * pair + 1 < count;
@@ -69,8 +75,8 @@ struct PrefillTile {
     // Rows [r0, r0 + R) against the chunk: scores, online softmax, P·V. visible[i]: keys of the
     // chunk row r0 + i may see (a prefix, causal).
     template <int R>
-    static void attend(const Rows& t, int64_t r0, const int64_t* visible, int64_t count, const __m512i* keys_t,
-                       const __m512i* values_i) {
+    static void attend(const Rows& t, int64_t r0, const int64_t* visible, int64_t count,
+                       const __m512i* keys_t, const __m512i* values_i) {
         // Two accumulators per row: a vdpbf16ps chain is latency-bound with only R in flight.
         __m512 s[R], s_odd[R];
         for (int r = 0; r < R; ++r) s[r] = s_odd[r] = _mm512_setzero_ps();
@@ -92,7 +98,8 @@ struct PrefillTile {
             const float m_old = t.m[row];
             const float chunk_max = _mm512_reduce_max_ps(scores);
             const float m_new = m_old > chunk_max ? m_old : chunk_max;
-            const __m512 prob = _mm512_maskz_mov_ps(seen, exp_avx512(_mm512_sub_ps(scores, _mm512_set1_ps(m_new))));
+            const __m512 prob =
+                _mm512_maskz_mov_ps(seen, exp_avx512(_mm512_sub_ps(scores, _mm512_set1_ps(m_new))));
             correction[r] = m_old == -INFINITY ? 0.0f : expf(m_old - m_new);
             t.l[row] = t.l[row] * correction[r] + _mm512_reduce_add_ps(prob);
             t.m[row] = m_new;
@@ -103,11 +110,13 @@ struct PrefillTile {
         for (int64_t v = 0; v < 2 * kPairVecs; ++v) {  // 16 output dims at a time, all R rows
             __m512 acc[R];
             for (int r = 0; r < R; ++r)
-                acc[r] = _mm512_mul_ps(_mm512_loadu_ps(t.o + (r0 + r) * D + 16 * v), _mm512_set1_ps(correction[r]));
+                acc[r] = _mm512_mul_ps(_mm512_loadu_ps(t.o + (r0 + r) * D + 16 * v),
+                                       _mm512_set1_ps(correction[r]));
             for (int64_t pair = 0; pair < num_pairs; ++pair) {
                 const __m512bh vals = (__m512bh)values_i[pair * 2 * kPairVecs + v];
                 for (int r = 0; r < R; ++r)
-                    acc[r] = _mm512_dpbf16_ps(acc[r], vals, (__m512bh)_mm512_set1_epi32(int32_t(t.p_pairs[(r0 + r) * 8 + pair])));
+                    acc[r] = _mm512_dpbf16_ps(
+                        acc[r], vals, (__m512bh)_mm512_set1_epi32(int32_t(t.p_pairs[(r0 + r) * 8 + pair])));
             }
             for (int r = 0; r < R; ++r) _mm512_storeu_ps(t.o + (r0 + r) * D + 16 * v, acc[r]);
         }
@@ -122,11 +131,12 @@ struct PrefillTile {
         const int64_t first_pos = a.context_lens[w.seq] - q_len + w.token_begin;
         const int64_t num_keys = min_i64(first_pos + w.num_tokens, w.key_end);
         // Scratch: vectors first (64-byte aligned), then the rows.
-        auto* keys_t = reinterpret_cast<__m512i*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t(63));
-        __m512i* values_i = keys_t + kPairs;                   // [8 pairs][2 kPairVecs]
+        auto* keys_t =
+            reinterpret_cast<__m512i*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t(63));
+        __m512i* values_i = keys_t + kPairs;  // [8 pairs][2 kPairVecs]
         auto* row_base = reinterpret_cast<float*>(values_i + 8 * 2 * kPairVecs);
         Rows t;
-        t.o = row_base;                                             // [rows][D]
+        t.o = row_base;  // [rows][D]
         t.m = t.o + num_rows * D;
         t.l = t.m + num_rows;
         t.p_pairs = reinterpret_cast<uint32_t*>(t.l + num_rows);  // [rows][8]
@@ -158,12 +168,20 @@ struct PrefillTile {
             while (r < num_rows) {
                 const int rows = int(min_i64(kRowBlock, num_rows - r));
                 int64_t visible[kRowBlock];
-                for (int i = 0; i < rows; ++i) visible[i] = min_i64(count, first_pos + (r + i) / group - key0 + 1);
+                for (int i = 0; i < rows; ++i)
+                    visible[i] = min_i64(count, first_pos + (r + i) / group - key0 + 1);
                 switch (rows) {
-                    case 4: attend<4>(t, r, visible, count, keys_t, values_i); break;
-                    case 3: attend<3>(t, r, visible, count, keys_t, values_i); break;
-                    case 2: attend<2>(t, r, visible, count, keys_t, values_i); break;
-                    default: attend<1>(t, r, visible, count, keys_t, values_i);
+                    case 4:
+                        attend<4>(t, r, visible, count, keys_t, values_i);
+                        break;
+                    case 3:
+                        attend<3>(t, r, visible, count, keys_t, values_i);
+                        break;
+                    case 2:
+                        attend<2>(t, r, visible, count, keys_t, values_i);
+                        break;
+                    default:
+                        attend<1>(t, r, visible, count, keys_t, values_i);
                 }
                 r += rows;
             }
@@ -180,7 +198,7 @@ struct PrefillTile {
         for (int64_t row = 0; row < num_rows; ++row) {
             const int64_t token = q_begin + w.token_begin + row / group;
             store_bf16_pv_row(t.o + row * D, D, 1.0f / t.l[row],
-                             a.out + (token * a.num_heads + w.kv_head * group + row % group) * D);
+                              a.out + (token * a.num_heads + w.kv_head * group + row % group) * D);
         }
     }
 
@@ -192,11 +210,20 @@ struct PrefillTile {
 template <typename Fn>
 bool dispatch_bf16_head_dim(int64_t head_dim, Fn&& fn) {
     switch (head_dim) {
-        case 32: fn(PrefillTile<32>{}); return true;
-        case 64: fn(PrefillTile<64>{}); return true;
-        case 128: fn(PrefillTile<128>{}); return true;
-        case 256: fn(PrefillTile<256>{}); return true;
-        default: return false;
+        case 32:
+            fn(PrefillTile<32>{});
+            return true;
+        case 64:
+            fn(PrefillTile<64>{});
+            return true;
+        case 128:
+            fn(PrefillTile<128>{});
+            return true;
+        case 256:
+            fn(PrefillTile<256>{});
+            return true;
+        default:
+            return false;
     }
 }
 
@@ -210,7 +237,8 @@ int64_t attention_prefill_bf16_scratch_floats(int64_t head_dim) {
 
 bool attention_prefill_tile_bf16(const AttentionArgs& args, const AttentionTile& tile, float* scratch) {
     if (tile.kv_head_count != 1) return false;
-    return dispatch_bf16_head_dim(args.cache.head_dim, [&](auto t) { decltype(t)::run(args, tile, scratch); });
+    return dispatch_bf16_head_dim(args.cache.head_dim,
+                                  [&](auto t) { decltype(t)::run(args, tile, scratch); });
 }
 
 }  // namespace lmrun::kernels

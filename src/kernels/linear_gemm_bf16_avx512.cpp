@@ -49,8 +49,8 @@ void round_rows_to_bf16(const float* x, int64_t num_rows, int64_t in_features, i
 
 // acc rows r < R, outputs 64 of one tile: Σ over pairs p of w[p][lane][2] · x[r][2p..2p+1].
 template <int R>
-void micro_tile(const uint16_t* tile, int64_t num_pairs, const uint16_t* x, int64_t x_stride,
-                float* y, int64_t y_stride, int64_t count, const float* bias) {
+void micro_tile(const uint16_t* tile, int64_t num_pairs, const uint16_t* x, int64_t x_stride, float* y,
+                int64_t y_stride, int64_t count, const float* bias) {
     __m512 acc[R][4];
     for (int r = 0; r < R; ++r)
         for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_ps();
@@ -78,22 +78,28 @@ void micro_tile(const uint16_t* tile, int64_t num_pairs, const uint16_t* x, int6
     }
 }
 
-void run_row_block(int rows, const uint16_t* tile, int64_t num_pairs, const uint16_t* x,
-                   int64_t x_stride, float* y, int64_t y_stride, int64_t count, const float* bias) {
+void run_row_block(int rows, const uint16_t* tile, int64_t num_pairs, const uint16_t* x, int64_t x_stride,
+                   float* y, int64_t y_stride, int64_t count, const float* bias) {
     switch (rows) {
-        case 1: return micro_tile<1>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
-        case 2: return micro_tile<2>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
-        case 3: return micro_tile<3>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
-        case 4: return micro_tile<4>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
-        case 5: return micro_tile<5>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
-        default: return micro_tile<6>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
+        case 1:
+            return micro_tile<1>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
+        case 2:
+            return micro_tile<2>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
+        case 3:
+            return micro_tile<3>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
+        case 4:
+            return micro_tile<4>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
+        case 5:
+            return micro_tile<5>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
+        default:
+            return micro_tile<6>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
     }
 }
 
 }  // namespace
 
-void linear_gemm_bf16_avx512(const float* x, int64_t num_rows, const PackedLinear& w,
-                             const float* bias, float* y) {
+void linear_gemm_bf16_avx512(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias,
+                             float* y) {
     // Grows to the largest batch seen and is then reused: decode plans warm every bucket up
     // before the first real step, so steps do not allocate.
     thread_local std::vector<uint16_t> x_bf16;
@@ -111,8 +117,7 @@ void linear_gemm_bf16_avx512(const float* x, int64_t num_rows, const PackedLinea
             for (int64_t r = 0; r < num_rows; r += kRowBlock) {
                 int rows = int(num_rows - r < kRowBlock ? num_rows - r : kRowBlock);
                 run_row_block(rows, tile, num_pairs, xb + r * w.padded_in, w.padded_in,
-                              y + r * w.out_features + n0, w.out_features, count,
-                              bias ? bias + n0 : nullptr);
+                              y + r * w.out_features + n0, w.out_features, count, bias ? bias + n0 : nullptr);
             }
         }
     });
