@@ -121,11 +121,16 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
     const std::vector<int64_t>& tile_starts = plan_tiles(a, num_seqs, tokens_per_tile);
     const bool avx512 = isa >= Isa::Avx512 && attention_avx512_supports(cache.head_dim);
     // A decode-only batch on AVX-512 gives each item all KV heads of a sequence: their rows
-    // are interleaved in the cache, so one item then reads one contiguous range per chunk.
+    // are interleaved in the cache, so one item then reads one contiguous range per chunk. Few
+    // sequences with short contexts (too short for split-K) stay per KV head, so that every
+    // thread has work.
     const bool all_decode = tile_starts[num_seqs] == num_seqs &&
                             std::all_of(a.cu_seqlens_q, a.cu_seqlens_q + num_seqs,
                                         [&](const int32_t& begin) { return (&begin)[1] - begin == 1; });
-    const int64_t heads_per_item = avx512 && all_decode && a.num_heads <= kTileRows ? cache.num_kv_heads : 1;
+    const int64_t max_context = num_seqs > 0 ? *std::max_element(a.context_lens, a.context_lens + num_seqs) : 0;
+    const bool enough_items = num_seqs >= 2 * num_threads() || max_context >= 2 * kMinKeysPerSplit;
+    const bool whole_sequences = avx512 && all_decode && a.num_heads <= kTileRows && enough_items;
+    const int64_t heads_per_item = whole_sequences ? cache.num_kv_heads : 1;
     const int64_t kv_items = cache.num_kv_heads / heads_per_item;
     const int64_t num_items = tile_starts[num_seqs] * kv_items;
     const int64_t splits = choose_key_splits(a, num_seqs, num_items);
