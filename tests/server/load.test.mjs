@@ -80,8 +80,10 @@ test('256 concurrent streams all progress together', async () => {
   try {
     const clients = 256;
     const maxTokens = 300;
-    const t0 = performance.now();
     const results = await Promise.all(Array.from({ length: clients }, async (_, c) => {
+      // Times are from this request's own send: with 256 streams on 2 cores the client itself
+      // may send some requests late, which says nothing about the server.
+      const sent = performance.now();
       const response = await fetch(`${server.url}/v1/completions`, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
@@ -100,17 +102,18 @@ test('256 concurrent streams all progress together', async () => {
           buffer = buffer.slice(end + 2);
           if (event === 'data: [DONE]') continue;
           const ids = JSON.parse(event.slice(6)).choices[0].token_ids;
-          if (ids.length > 0 && firstToken === null) firstToken = performance.now() - t0;
+          if (ids.length > 0 && firstToken === null) firstToken = performance.now() - sent;
           tokens += ids.length;
         }
       }
-      return { firstToken, finished: performance.now() - t0, tokens };
+      return { firstToken, finished: performance.now() - sent, tokens };
     }));
     for (const result of results) assert.equal(result.tokens, maxTokens);
-    const lastFirstToken = Math.max(...results.map((r) => r.firstToken));
-    const firstFinish = Math.min(...results.map((r) => r.finished));
-    // Every stream had its first token before any stream was done: none waited for another to finish.
-    assert.ok(lastFirstToken < firstFinish, `last first token ${lastFirstToken} ms, first finish ${firstFinish} ms`);
+    const longestFirstToken = Math.max(...results.map((r) => r.firstToken));
+    const shortestStream = Math.min(...results.map((r) => r.finished));
+    // No request waited as long as a whole stream takes: none was queued behind another's end.
+    assert.ok(longestFirstToken < shortestStream,
+      `longest time to first token ${longestFirstToken} ms, shortest whole stream ${shortestStream} ms`);
   } finally {
     assert.equal(await server.stop(), 0);
   }
