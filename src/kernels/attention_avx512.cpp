@@ -231,7 +231,7 @@ struct DecodeTile {
 // read as they sit in the cache (no widening): one vdpbf16ps covers 32 of head_dim. For P·V a
 // pair of keys is interleaved (vpunpck{l,h}wd) so one vdpbf16ps adds p_j·v_j + p_j+1·v_j+1;
 // the interleave leaves the outputs in a fixed lane order (attention_bf16_lanes.h). Prefill
-// tiles go to attention_prefill_bf16_avx512.cpp; this one handles them too, as a fallback.
+// tiles have their own GEMM-shaped kernel (attention_prefill_bf16_avx512.cpp).
 // Measured against the F32 tile (kernel_bench, decode, d=128): it widened each K/V row to F32
 // and spent ~160 cycles per key and KV head, mostly on loads and stores of the widened rows.
 template <int64_t D>
@@ -298,32 +298,22 @@ struct Bf16Tile {
             for (int64_t c = 0; c < 2 * kPairVecs; ++c) _mm512_storeu_ps(o + r * D + 16 * c, acc[r][c]);
     }
 
-    // Rows are (token, KV head, query head of its group), in that order: tokens
-    // [w.token_begin, +w.num_tokens) of sequence w.seq and KV heads [w.kv_head, +w.kv_head_count).
-    // A token's rows see keys up to its own position (causal); the chunk's K/V stay in L1 while
-    // every row visits them.
+    // Rows are the query heads of KV heads [w.kv_head, +w.kv_head_count) for the sequence's one
+    // new token; the chunk's K/V stay in L1 while every row visits them.
     static void run(const AttentionArgs& a, const AttentionTile& w, float* scratch) {
         const KvCacheLayer& cache = a.cache;
         const int64_t group = a.num_heads / cache.num_kv_heads;
-        const int64_t heads = w.kv_head_count;
-        const int64_t rows_per_token = group * heads;
-        const int64_t num_rows = rows_per_token * w.num_tokens;
-        const int64_t q_begin = a.cu_seqlens_q[w.seq];
-        const int64_t q_len = a.cu_seqlens_q[w.seq + 1] - q_begin;
-        const int64_t first_pos = a.context_lens[w.seq] - q_len + w.token_begin;  // of the tile's first token
-        const int64_t num_keys = min_i64(first_pos + w.num_tokens, w.key_end);
+        const int64_t num_rows = group * w.kv_head_count;
+        const int64_t token = a.cu_seqlens_q[w.seq];
+        const int64_t num_keys = min_i64(a.context_lens[w.seq], w.key_end);
         auto* q = reinterpret_cast<uint16_t*>(scratch);  // [num_rows][D] BF16, scaled
         float* o = scratch + num_rows * D / 2;           // [num_rows][D], lanes permuted
         float* m = o + num_rows * D;
         float* l = m + num_rows;
         const int64_t first_head = w.kv_head * group;
-        auto q_row = [&](int64_t row) {
-            const int64_t token = q_begin + w.token_begin + row / rows_per_token;
-            return a.q + token * a.q_token_stride + (first_head + row % rows_per_token) * D;
-        };
         const __m512 scale = _mm512_set1_ps(a.scale);
         for (int64_t r = 0; r < num_rows; ++r) {
-            const float* src = q_row(r);
+            const float* src = a.q + token * a.q_token_stride + (first_head + r) * D;
             for (int64_t d = 0; d < D; d += 16) {
                 __m256bh packed = _mm512_cvtneps_pbh(_mm512_mul_ps(_mm512_loadu_ps(src + d), scale));
                 _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + r * D + d), (__m256i)packed);
@@ -340,24 +330,18 @@ struct Bf16Tile {
             const int64_t offset = key0 % cache.block_size;
             const int64_t count = min_i64(min_i64(kKeyChunk, cache.block_size - offset), num_keys - key0);
             const int64_t slot = int64_t(blocks[key0 / cache.block_size]) * cache.block_size + offset;
-            for (int64_t t = 0; t < w.num_tokens; ++t) {
-                const int64_t visible =
-                    min_i64(count, first_pos + t - key0 + 1);  // causal prefix of the chunk
-                if (visible <= 0) continue;
-                // Heads in address order: a token's KV heads are adjacent in the cache.
-                for (int64_t h = 0; h < heads; ++h) {
-                    const int64_t first = (slot * cache.num_kv_heads + w.kv_head + h) * D;
-                    const int64_t row_end = t * rows_per_token + (h + 1) * group;
-                    for (int64_t r = row_end - group; r < row_end;) {
-                        if (row_end - r >= 2) {
-                            attend_rows<2>(q + r * D, k_cache + first, v_cache + first, stride, visible,
-                                           o + r * D, m + r, l + r);
-                            r += 2;
-                        } else {
-                            attend_rows<1>(q + r * D, k_cache + first, v_cache + first, stride, visible,
-                                           o + r * D, m + r, l + r);
-                            r += 1;
-                        }
+            // Heads in address order: a token's KV heads are adjacent in the cache.
+            for (int64_t h = 0; h < w.kv_head_count; ++h) {
+                const int64_t first = (slot * cache.num_kv_heads + w.kv_head + h) * D;
+                for (int64_t r = h * group; r < (h + 1) * group;) {
+                    if ((h + 1) * group - r >= 2) {
+                        attend_rows<2>(q + r * D, k_cache + first, v_cache + first, stride, count, o + r * D,
+                                       m + r, l + r);
+                        r += 2;
+                    } else {
+                        attend_rows<1>(q + r * D, k_cache + first, v_cache + first, stride, count, o + r * D,
+                                       m + r, l + r);
+                        r += 1;
                     }
                 }
             }
@@ -372,9 +356,7 @@ struct Bf16Tile {
             return;
         }
         for (int64_t r = 0; r < num_rows; ++r) {
-            const int64_t token = q_begin + w.token_begin + r / rows_per_token;
-            store_bf16_pv_row(o + r * D, D, 1.0f / l[r],
-                              a.out + (token * a.num_heads + first_head + r % rows_per_token) * D);
+            store_bf16_pv_row(o + r * D, D, 1.0f / l[r], a.out + (token * a.num_heads + first_head + r) * D);
         }
     }
 };
@@ -382,25 +364,16 @@ struct Bf16Tile {
 // head_dim as a template parameter, chosen once per call (FlashInfer's DISPATCH_HEAD_DIM).
 template <typename Fn>
 bool dispatch_head_dim(int64_t head_dim, Fn&& fn) {
+    // clang-format off
     switch (head_dim) {
-        case 16:
-            fn(Avx512Ops<16>{});
-            return true;
-        case 32:
-            fn(Avx512Ops<32>{});
-            return true;
-        case 64:
-            fn(Avx512Ops<64>{});
-            return true;
-        case 128:
-            fn(Avx512Ops<128>{});
-            return true;
-        case 256:
-            fn(Avx512Ops<256>{});
-            return true;
-        default:
-            return false;
+        case 16: fn(Avx512Ops<16>{}); return true;
+        case 32: fn(Avx512Ops<32>{}); return true;
+        case 64: fn(Avx512Ops<64>{}); return true;
+        case 128: fn(Avx512Ops<128>{}); return true;
+        case 256: fn(Avx512Ops<256>{}); return true;
+        default: return false;
     }
+    // clang-format on
 }
 
 }  // namespace
@@ -423,11 +396,11 @@ void attention_tile_avx512(const AttentionArgs& args, const AttentionTile& tile,
     const bool bf16_dot = args.cache.dtype == DType::BF16 && args.bf16_dot;
     const bool decode =
         tile.num_tokens == 1 && args.cu_seqlens_q[tile.seq + 1] - args.cu_seqlens_q[tile.seq] == 1;
-    if (bf16_dot && !decode && attention_prefill_tile_bf16(args, tile, scratch)) return;
     dispatch_head_dim(args.cache.head_dim, [&](auto ops) {
         constexpr int64_t D = decltype(ops)::kVecs * 16;
         if constexpr (D % 32 == 0) {
-            if (bf16_dot) return Bf16Tile<D>::run(args, tile, scratch);
+            if (bf16_dot && decode) return Bf16Tile<D>::run(args, tile, scratch);
+            if (bf16_dot) return attention_prefill_tile_bf16(args, tile, scratch);
         }
         if (decode) return DecodeTile<D>::run(args, tile, scratch);
         attention_tile(ops, args, tile, scratch);

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "core/check.h"
 #include "kernels/attention_bf16_lanes.h"
 #include "kernels/attention_tile.h"
 #include "kernels/vec_exp_avx512.h"
@@ -209,22 +210,15 @@ struct PrefillTile {
 
 template <typename Fn>
 bool dispatch_bf16_head_dim(int64_t head_dim, Fn&& fn) {
+    // clang-format off
     switch (head_dim) {
-        case 32:
-            fn(PrefillTile<32>{});
-            return true;
-        case 64:
-            fn(PrefillTile<64>{});
-            return true;
-        case 128:
-            fn(PrefillTile<128>{});
-            return true;
-        case 256:
-            fn(PrefillTile<256>{});
-            return true;
-        default:
-            return false;
+        case 32: fn(PrefillTile<32>{}); return true;
+        case 64: fn(PrefillTile<64>{}); return true;
+        case 128: fn(PrefillTile<128>{}); return true;
+        case 256: fn(PrefillTile<256>{}); return true;
+        default: return false;
     }
+    // clang-format on
 }
 
 }  // namespace
@@ -235,10 +229,11 @@ int64_t attention_prefill_bf16_scratch_floats(int64_t head_dim) {
     return floats;
 }
 
-bool attention_prefill_tile_bf16(const AttentionArgs& args, const AttentionTile& tile, float* scratch) {
-    if (tile.kv_head_count != 1) return false;
-    return dispatch_bf16_head_dim(args.cache.head_dim,
-                                  [&](auto t) { decltype(t)::run(args, tile, scratch); });
+void attention_prefill_tile_bf16(const AttentionArgs& args, const AttentionTile& tile, float* scratch) {
+    LMRUN_CHECK(tile.kv_head_count == 1, "prefill tiles cover one KV head");
+    const bool supported =
+        dispatch_bf16_head_dim(args.cache.head_dim, [&](auto t) { decltype(t)::run(args, tile, scratch); });
+    LMRUN_CHECK(supported, "no BF16 prefill tile for head_dim %ld", long(args.cache.head_dim));
 }
 
 }  // namespace lmrun::kernels

@@ -58,9 +58,9 @@ void attention_tile_avx2(const AttentionArgs& args, const AttentionTile& tile, f
 // head_dim is specialised at compile time for AVX-512 (16, 32, 64, 128, 256); others use AVX2.
 bool attention_avx512_supports(int64_t head_dim);
 void attention_tile_avx512(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
-// Prefill tiles (one KV head) on a BF16 cache with AVX512_BF16 GEMM-shaped math; false (nothing
-// done) for head_dim outside 32/64/128/256 or multi-head tiles.
-bool attention_prefill_tile_bf16(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
+// Prefill tiles (one KV head) on a BF16 cache with AVX512_BF16 GEMM-shaped math; head_dim 32,
+// 64, 128 or 256 (the AVX-512 head sizes that are multiples of 32).
+void attention_prefill_tile_bf16(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
 int64_t attention_prefill_bf16_scratch_floats(int64_t head_dim);
 // Scratch floats of an AVX-512 decode tile of `num_rows` query heads over `kv_heads` KV heads.
 int64_t attention_decode_scratch_floats(int64_t head_dim, int64_t num_rows, int64_t kv_heads);
