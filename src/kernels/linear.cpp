@@ -102,9 +102,10 @@ const PackedLinear& LinearWeight::packed() const { return state_->packed; }
 namespace {
 
 // Our AVX512_BF16 GEMM matches or beats oneDNN's avx512_core_bf16 kernels up to a few hundred
-// rows (kernel_bench), and never allocates; where AMX exists, oneDNN's AMX kernels win instead.
-bool use_bf16_gemm(const PackedLinear& w, int64_t num_rows) {
-    return w.dtype == DType::BF16 && num_rows > kGemvMaxRows && kernel_isa() == Isa::Avx512Bf16;
+// rows (kernel_bench), and never allocates. Where AMX exists, linear() leaves those rows to
+// oneDNN's AMX kernels; linear_allocation_free() keeps the GEMM (oneDNN allocates per call).
+bool bf16_gemm_applies(const PackedLinear& w, int64_t num_rows) {
+    return w.dtype == DType::BF16 && num_rows > kGemvMaxRows && kernel_isa() >= Isa::Avx512Bf16;
 }
 
 }  // namespace
@@ -113,9 +114,7 @@ void linear_allocation_free(const float* x, int64_t num_rows, const LinearWeight
                             float* y) {
     if (num_rows <= 0) return;
     const PackedLinear& w = weight.packed();
-    if (w.dtype == DType::BF16 && num_rows > kGemvMaxRows && kernel_isa() >= Isa::Avx512Bf16) {
-        return linear_gemm_bf16_avx512(x, num_rows, w, bias, y);
-    }
+    if (bf16_gemm_applies(w, num_rows)) return linear_gemm_bf16_avx512(x, num_rows, w, bias, y);
     auto gemv = kernel_isa() >= Isa::Avx512 ? linear_gemv_avx512 : linear_gemv_avx2;
     gemv(x, num_rows, w, bias, y);
 }
@@ -126,7 +125,7 @@ void linear(const float* x, int64_t num_rows, const LinearWeight& weight, const 
     const PackedLinear& w = weight.packed();
     auto gemv = kernel_isa() >= Isa::Avx512 ? linear_gemv_avx512 : linear_gemv_avx2;
     if (num_rows <= kGemvMaxRows) return gemv(x, num_rows, w, bias, y);
-    if (use_bf16_gemm(w, num_rows) && num_rows <= kMaxOnednnRows) {
+    if (bf16_gemm_applies(w, num_rows) && kernel_isa() != Isa::AmxBf16 && num_rows <= kMaxOnednnRows) {
         return linear_gemm_bf16_avx512(x, num_rows, w, bias, y);
     }
     // oneDNN primitives are compiled per row count, so prefill lengths are split into
