@@ -15,7 +15,8 @@ TEST(SiluAndMul, EveryPathMatchesReference) {
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> dist(-12.0f, 12.0f);
     using Fn = void (*)(const float*, int64_t, int64_t, float*);
-    std::vector<std::pair<const char*, Fn>> paths = {{"avx2", silu_and_mul_rows_avx2}, {"dispatched", silu_and_mul}};
+    std::vector<std::pair<const char*, Fn>> paths = {{"avx2", silu_and_mul_rows_avx2},
+                                                     {"dispatched", silu_and_mul}};
     if (kernel_isa() >= Isa::Avx512) paths.push_back({"avx512", silu_and_mul_rows_avx512});
     for (int64_t rows : {1, 3, 33}) {
         for (int64_t dim : {1, 3, 17, 127, 1000, 3072}) {

@@ -39,7 +39,8 @@ void expect_decode_steps_allocation_free(const std::string& model, DType dtype) 
             runner->run(std::span(&seqs[s], 1));
         }
         for (int64_t step = 0; step < steps; ++step) {
-            for (int64_t s = 0; s < batch; ++s) seqs[s] = RunnerSequence{ids[s], blocks[s], context + step, 1, true, {}};
+            for (int64_t s = 0; s < batch; ++s)
+                seqs[s] = RunnerSequence{ids[s], blocks[s], context + step, 1, true, {}};
             // Greedy and sampled rows both go through the sampler.
             for (int64_t s = 0; s < batch; s += 2) seqs[s].sampling.temperature = 0.8f;
             start_counting_allocations();
@@ -50,8 +51,12 @@ void expect_decode_steps_allocation_free(const std::string& model, DType dtype) 
     }
 }
 
-TEST(AllocationFree, DecodeStepF32) { expect_decode_steps_allocation_free("stories260k", DType::F32); }
-TEST(AllocationFree, DecodeStepBf16) { expect_decode_steps_allocation_free("qwen3-tiny", DType::BF16); }
+TEST(AllocationFree, DecodeStepF32) {
+    expect_decode_steps_allocation_free("stories260k", DType::F32);
+}
+TEST(AllocationFree, DecodeStepBf16) {
+    expect_decode_steps_allocation_free("qwen3-tiny", DType::BF16);
+}
 
 TEST(AllocationFree, CounterSeesAllocations) {
     start_counting_allocations();

@@ -30,7 +30,9 @@ std::string scenario_name(const Scenario& s) {
            std::to_string(s.num_kv_heads) + "_s" + std::to_string(s.seqs.size());
 }
 
-void PrintTo(const Scenario& s, std::ostream* os) { *os << scenario_name(s); }
+void PrintTo(const Scenario& s, std::ostream* os) {
+    *os << scenario_name(s);
+}
 
 // A filled paged cache with shuffled block ids, the batch's metadata and its queries.
 struct Batch {
@@ -62,7 +64,8 @@ Batch make_batch(const Scenario& s, unsigned seed) {
     // BF16 caches use half of the same backing store.
     b.k_store.assign(cache_floats, NAN);
     b.v_store.assign(cache_floats, NAN);
-    b.cache = {b.k_store.data(), b.v_store.data(), s.dtype, num_blocks, s.block_size, s.num_kv_heads, s.head_dim};
+    b.cache = {b.k_store.data(), b.v_store.data(), s.dtype,   num_blocks,
+               s.block_size,     s.num_kv_heads,   s.head_dim};
     b.block_tables.assign(size_t(s.seqs.size() * b.max_blocks), -1);
     b.cu_seqlens_q = {0};
     size_t next_id = 0;
@@ -76,7 +79,8 @@ Batch make_batch(const Scenario& s, unsigned seed) {
         for (float& x : kv) x = dist(rng);
         std::vector<int32_t> slots(size_t(seq.context_len));
         for (int32_t p = 0; p < seq.context_len; ++p)
-            slots[p] = b.block_tables[i * b.max_blocks + p / s.block_size] * int32_t(s.block_size) + p % int32_t(s.block_size);
+            slots[p] = b.block_tables[i * b.max_blocks + p / s.block_size] * int32_t(s.block_size) +
+                       p % int32_t(s.block_size);
         store_kvcache(kv.data(), kv.data() + row, kv_stride, seq.context_len, slots.data(), b.cache);
         b.cu_seqlens_q.push_back(b.cu_seqlens_q.back() + seq.q_len);
         b.context_lens.push_back(seq.context_len);
@@ -93,12 +97,21 @@ void run(const Batch& b, Isa isa, bool reference, std::vector<float>& out) {
     float scale = 1.0f / std::sqrt(float(b.s.head_dim));
     int64_t num_seqs = int64_t(b.s.seqs.size());
     if (reference) {
-        paged_attention_reference(b.q.data(), b.q_stride, num_seqs, b.cu_seqlens_q.data(), b.context_lens.data(),
-                                  b.block_tables.data(), b.max_blocks, b.cache, b.s.num_heads, scale, out.data());
+        paged_attention_reference(b.q.data(), b.q_stride, num_seqs, b.cu_seqlens_q.data(),
+                                  b.context_lens.data(), b.block_tables.data(), b.max_blocks, b.cache,
+                                  b.s.num_heads, scale, out.data());
         return;
     }
-    AttentionArgs args{b.q.data(), b.q_stride, b.cu_seqlens_q.data(), b.context_lens.data(),
-                       b.block_tables.data(), b.max_blocks, b.cache, b.s.num_heads, scale, out.data()};
+    AttentionArgs args{b.q.data(),
+                       b.q_stride,
+                       b.cu_seqlens_q.data(),
+                       b.context_lens.data(),
+                       b.block_tables.data(),
+                       b.max_blocks,
+                       b.cache,
+                       b.s.num_heads,
+                       scale,
+                       out.data()};
     paged_attention_for_isa(isa, args, num_seqs);
 }
 
@@ -150,9 +163,9 @@ std::vector<Scenario> scenarios() {
     for (DType dtype : {DType::F32, DType::BF16}) {
         for (int64_t ratio : {1, 2, 4, 8}) list.push_back({128, 16, 8, 8 / ratio, dtype, mixed});
         list.push_back({64, 256, 4, 2, dtype, mixed});
-        list.push_back({8, 16, 4, 1, dtype, mixed});   // stories260k-like
+        list.push_back({8, 16, 4, 1, dtype, mixed});  // stories260k-like
         list.push_back({32, 16, 6, 3, dtype, mixed});
-        list.push_back({80, 16, 2, 1, dtype, {{1, 33}, {9, 20}}});  // no AVX-512 specialisation
+        list.push_back({80, 16, 2, 1, dtype, {{1, 33}, {9, 20}}});   // no AVX-512 specialisation
         list.push_back({17, 256, 3, 3, dtype, {{2, 2}, {1, 300}}});  // odd head_dim
         list.push_back({256, 16, 4, 1, dtype, {{3, 50}}});
         // Decode-only batches: tiles over all KV heads of a sequence (GQA groups 1, 2, 3, 4),
@@ -207,7 +220,12 @@ TEST(StoreKvCache, WritesSlotsAndSkipsPadding) {
         // Every other slot is untouched (the padding token wrote nowhere).
         for (int64_t slot = 1; slot < num_blocks * block_size; ++slot) {
             if (slot == 9) continue;
-            for (int64_t e = 0; e < row; ++e) EXPECT_EQ(read(k_mem, slot * row + e), dtype == DType::F32 ? -7.0f : bf16_to_f32(reinterpret_cast<const uint16_t*>(k_mem.data())[slot * row + e])) << slot;
+            for (int64_t e = 0; e < row; ++e)
+                EXPECT_EQ(read(k_mem, slot * row + e),
+                          dtype == DType::F32
+                              ? -7.0f
+                              : bf16_to_f32(reinterpret_cast<const uint16_t*>(k_mem.data())[slot * row + e]))
+                    << slot;
         }
     }
 }

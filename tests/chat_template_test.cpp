@@ -64,7 +64,8 @@ TEST(ChatTemplate, RenderingFromManyThreadsGivesTheSameResult) {
         threads.emplace_back([&, t] {
             for (int repeat = 0; repeat < 5; ++repeat) {
                 for (const auto& test_case : cases) {
-                    auto rendered = chat_template.apply(test_case["messages"], options_from_kwargs(test_case["kwargs"]));
+                    auto rendered =
+                        chat_template.apply(test_case["messages"], options_from_kwargs(test_case["kwargs"]));
                     if (!rendered.ok() || rendered.value() != test_case["rendered"].get<std::string>())
                         failures[t] = test_case["name"].get<std::string>();
                 }
@@ -83,28 +84,33 @@ TEST(ChatTemplate, AcceptsPlainJsonMessages) {
     options.extra_kwargs = nlohmann::json{{"enable_thinking", false}};
     Result<std::string> rendered = chat_template.apply(messages, options);
     ASSERT_TRUE(rendered.ok()) << rendered.error().message;
-    EXPECT_EQ(rendered.value(), "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+    EXPECT_EQ(rendered.value(),
+              "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
 }
 
 TEST(ChatTemplate, ReadsNamedTemplateListAndRejectsBadConfigs) {
     const nlohmann::json config = {
-        {"chat_template",
-         nlohmann::json::array({{{"name", "tool_use"}, {"template", "T"}}, {{"name", "default"}, {"template", "D{{ bos_token }}"}}})}};
+        {"chat_template", nlohmann::json::array({{{"name", "tool_use"}, {"template", "T"}},
+                                                 {{"name", "default"}, {"template", "D{{ bos_token }}"}}})}};
     Result<ChatTemplate> parsed = ChatTemplate::from_tokenizer_config(config, "cfg.json");
     ASSERT_TRUE(parsed.ok()) << parsed.error().message;
     Result<std::string> rendered = parsed->apply(nlohmann::json::array(), ChatTemplateOptions{}, "<s>");
     ASSERT_TRUE(rendered.ok());
     EXPECT_EQ(rendered.value(), "D<s>");
 
-    const Result<ChatTemplate> missing = ChatTemplate::from_tokenizer_config(nlohmann::json::object(), "cfg.json");
+    const Result<ChatTemplate> missing =
+        ChatTemplate::from_tokenizer_config(nlohmann::json::object(), "cfg.json");
     ASSERT_FALSE(missing.ok());
     EXPECT_NE(missing.error().message.find("cfg.json"), std::string::npos);
     const Result<ChatTemplate> no_default = ChatTemplate::from_tokenizer_config(
-        nlohmann::json{{"chat_template", nlohmann::json::array({{{"name", "x"}, {"template", "T"}}})}}, "cfg.json");
+        nlohmann::json{{"chat_template", nlohmann::json::array({{{"name", "x"}, {"template", "T"}}})}},
+        "cfg.json");
     EXPECT_FALSE(no_default.ok());
-    const Result<ChatTemplate> not_string = ChatTemplate::from_tokenizer_config(nlohmann::json{{"chat_template", 3}}, "cfg.json");
+    const Result<ChatTemplate> not_string =
+        ChatTemplate::from_tokenizer_config(nlohmann::json{{"chat_template", 3}}, "cfg.json");
     EXPECT_FALSE(not_string.ok());
-    const Result<ChatTemplate> syntax = ChatTemplate::from_tokenizer_config(nlohmann::json{{"chat_template", "{% if %}"}}, "cfg.json");
+    const Result<ChatTemplate> syntax =
+        ChatTemplate::from_tokenizer_config(nlohmann::json{{"chat_template", "{% if %}"}}, "cfg.json");
     ASSERT_FALSE(syntax.ok());
     EXPECT_NE(syntax.error().message.find("line 1, column"), std::string::npos) << syntax.error().message;
 }
@@ -119,8 +125,10 @@ TEST(ChatTemplate, Llama3StyleTemplate) {
     const std::string source =
         "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
         "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + "
-        "'<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}"
-        "{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}"
+        "'<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ "
+        "content }}"
+        "{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' "
+        "}}"
         "{% endif %}";
     Result<ChatTemplate> chat_template = ChatTemplate::parse(source);
     ASSERT_TRUE(chat_template.ok()) << chat_template.error().message;
@@ -129,7 +137,8 @@ TEST(ChatTemplate, Llama3StyleTemplate) {
         {"role": "user", "content": "  Hello!  \n"},
         {"role": "assistant", "content": "Arr, hi."},
         {"role": "user", "content": "Bye?"}])");
-    Result<std::string> rendered = chat_template->apply(messages, ChatTemplateOptions{}, "<|begin_of_text|>", "<|eot_id|>");
+    Result<std::string> rendered =
+        chat_template->apply(messages, ChatTemplateOptions{}, "<|begin_of_text|>", "<|eot_id|>");
     ASSERT_TRUE(rendered.ok()) << rendered.error().message;
     EXPECT_EQ(rendered.value(),
               "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are a pirate.<|eot_id|>"
@@ -186,13 +195,16 @@ TEST(ChatTemplate, Llama31StyleMultiLineTemplate) {
 
     ChatTemplateOptions options;
     options.add_generation_prompt = false;
-    options.extra_kwargs = nlohmann::ordered_json{{"tools", nlohmann::ordered_json::array()}, {"date_string", "1 Jan 2025"}};
-    rendered = chat_template->apply(nlohmann::ordered_json::array({messages[1]}), options, "<|begin_of_text|>");
+    options.extra_kwargs =
+        nlohmann::ordered_json{{"tools", nlohmann::ordered_json::array()}, {"date_string", "1 Jan 2025"}};
+    rendered =
+        chat_template->apply(nlohmann::ordered_json::array({messages[1]}), options, "<|begin_of_text|>");
     ASSERT_TRUE(rendered.ok()) << rendered.error().message;
-    EXPECT_EQ(rendered.value(),
-              "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
-              "Environment: ipython\nCutting Knowledge Date: December 2023\nToday Date: 1 Jan 2025\n\n<|eot_id|>"
-              "<|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>");
+    EXPECT_EQ(
+        rendered.value(),
+        "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+        "Environment: ipython\nCutting Knowledge Date: December 2023\nToday Date: 1 Jan 2025\n\n<|eot_id|>"
+        "<|start_header_id|>user<|end_header_id|>\n\nHello<|eot_id|>");
 }
 
 // The classic Hugging Face Llama-2 chat template. Hand derivation: a leading
@@ -203,14 +215,21 @@ TEST(ChatTemplate, Llama31StyleMultiLineTemplate) {
 // assistant turns " ... </s>". Roles that do not alternate hit raise_exception.
 TEST(ChatTemplate, Llama2StyleTemplate) {
     const std::string source =
-        "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = "
-        "messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false %}"
-        "{% endif %}{% for message in loop_messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
-        "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
-        "{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message + "
-        "'\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif %}"
+        "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message "
+        "= "
+        "messages[0]['content'] %}{% else %}{% set loop_messages = messages %}{% set system_message = false "
+        "%}"
+        "{% endif %}{% for message in loop_messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 "
+        "== 0) %}"
+        "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% "
+        "endif %}"
+        "{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message "
+        "+ "
+        "'\\n<</SYS>>\\n\\n' + message['content'] %}{% else %}{% set content = message['content'] %}{% endif "
+        "%}"
         "{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}"
-        "{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}";
+        "{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif "
+        "%}{% endfor %}";
     Result<ChatTemplate> chat_template = ChatTemplate::parse(source);
     ASSERT_TRUE(chat_template.ok()) << chat_template.error().message;
     const auto messages = nlohmann::ordered_json::parse(R"([
@@ -222,18 +241,21 @@ TEST(ChatTemplate, Llama2StyleTemplate) {
     options.add_generation_prompt = false;
     Result<std::string> rendered = chat_template->apply(messages, options, "<s>", "</s>");
     ASSERT_TRUE(rendered.ok()) << rendered.error().message;
-    EXPECT_EQ(rendered.value(), "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\n Hi [/INST] Hello! </s><s>[INST] Bye [/INST]");
+    EXPECT_EQ(rendered.value(),
+              "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\n Hi [/INST] Hello! </s><s>[INST] Bye [/INST]");
 
     const nlohmann::ordered_json without_system(messages.begin() + 1, messages.end());
     rendered = chat_template->apply(without_system, options, "<s>", "</s>");
     ASSERT_TRUE(rendered.ok()) << rendered.error().message;
     EXPECT_EQ(rendered.value(), "<s>[INST] Hi [/INST] Hello! </s><s>[INST] Bye [/INST]");
 
-    const auto not_alternating = nlohmann::ordered_json::parse(R"([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])");
+    const auto not_alternating = nlohmann::ordered_json::parse(
+        R"([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])");
     rendered = chat_template->apply(not_alternating, options, "<s>", "</s>");
     ASSERT_FALSE(rendered.ok());
-    EXPECT_NE(rendered.error().message.find("Conversation roles must alternate user/assistant/user/assistant/..."),
-              std::string::npos)
+    EXPECT_NE(
+        rendered.error().message.find("Conversation roles must alternate user/assistant/user/assistant/..."),
+        std::string::npos)
         << rendered.error().message;
 }
 
@@ -250,7 +272,8 @@ TEST(ChatTemplate, ContextHasToolsNoneAndExtraKwargs) {
     // As in transformers: tools/documents are None (defined) unless passed,
     // extra kwargs become variables, and template errors are prefixed.
     const Result<ChatTemplate> parsed = ChatTemplate::parse(
-        "{{ tools is none }}{{ documents is defined }}{{ add_generation_prompt }}{{ custom }}{{ eos_token }}");
+        "{{ tools is none }}{{ documents is defined }}{{ add_generation_prompt }}{{ custom }}{{ eos_token "
+        "}}");
     ASSERT_TRUE(parsed.ok());
     ChatTemplateOptions options;
     options.add_generation_prompt = false;

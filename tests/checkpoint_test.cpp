@@ -21,17 +21,18 @@ std::vector<std::string> qwen_tiny_names(bool qk_norm, bool bias) {
     std::vector<std::string> names = {"model.embed_tokens.weight", "model.norm.weight"};
     for (int layer = 0; layer < 3; ++layer) {
         std::string prefix = "model.layers." + std::to_string(layer) + ".";
-        for (const char* suffix : {"input_layernorm.weight", "post_attention_layernorm.weight",
-                                   "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
-                                   "self_attn.o_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight",
-                                   "mlp.down_proj.weight"})
+        for (const char* suffix :
+             {"input_layernorm.weight", "post_attention_layernorm.weight", "self_attn.q_proj.weight",
+              "self_attn.k_proj.weight", "self_attn.v_proj.weight", "self_attn.o_proj.weight",
+              "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"})
             names.push_back(prefix + suffix);
         if (qk_norm) {
             names.push_back(prefix + "self_attn.q_norm.weight");
             names.push_back(prefix + "self_attn.k_norm.weight");
         }
         if (bias) {
-            for (const char* suffix : {"self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"})
+            for (const char* suffix :
+                 {"self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"})
                 names.push_back(prefix + suffix);
         }
     }
@@ -91,7 +92,8 @@ TEST(Checkpoint, OpensStories260kWithLmHead) {
 }
 
 // Two shards and an index, as HF writes them.
-std::string make_sharded_dir(const std::string& name, const std::vector<float>& a, const std::vector<float>& b) {
+std::string make_sharded_dir(const std::string& name, const std::vector<float>& a,
+                             const std::vector<float>& b) {
     std::string dir = make_temp_dir(name);
     EXPECT_TRUE(write_safetensors(dir + "/model-00001-of-00002.safetensors",
                                   {{"a", DType::F32, {int64_t(a.size())}, a.data()}})
@@ -132,7 +134,9 @@ void expect_open_error(const std::string& dir, std::initializer_list<std::string
         EXPECT_NE(checkpoint.error().message.find(needle), std::string::npos) << checkpoint.error().message;
 }
 
-TEST(Checkpoint, RejectsMissingFolder) { expect_open_error("/nonexistent/lmrun_ckpt", {"/nonexistent/lmrun_ckpt", "not found"}); }
+TEST(Checkpoint, RejectsMissingFolder) {
+    expect_open_error("/nonexistent/lmrun_ckpt", {"/nonexistent/lmrun_ckpt", "not found"});
+}
 
 TEST(Checkpoint, RejectsFolderWithoutWeights) {
     std::string dir = make_temp_dir("checkpoint_no_weights");
@@ -154,7 +158,8 @@ TEST(Checkpoint, RejectsMalformedIndex) {
     expect_open_error(dir, {index, "weight_map"});
     std::ofstream(index, std::ios::trunc) << R"({"weight_map": {"a": 3}})";
     expect_open_error(dir, {index, "'a'"});
-    std::ofstream(index, std::ios::trunc) << R"({"weight_map": {"a": "../model-00001-of-00002.safetensors"}})";
+    std::ofstream(index, std::ios::trunc)
+        << R"({"weight_map": {"a": "../model-00001-of-00002.safetensors"}})";
     expect_open_error(dir, {index, "invalid shard"});
 }
 

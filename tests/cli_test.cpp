@@ -23,21 +23,26 @@ CommandResult run_lmrun(const std::string& arguments) {
     if (!pipe) return result;
     std::array<char, 4096> buffer;
     size_t count;
-    while ((count = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.output.append(buffer.data(), count);
+    while ((count = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+        result.output.append(buffer.data(), count);
     int status = pclose(pipe);
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return result;
 }
 
-std::string stories_dir() { return testdata_path("stories260k"); }
+std::string stories_dir() {
+    return testdata_path("stories260k");
+}
 
 TEST(Cli, GenerateFromPromptIdsPrintsTheGoldenStory) {
     nlohmann::json expected = read_json_file(testdata_path("stories260k/expected.json"));
     const auto& golden = expected["cases"][0];  // bos_only_200, llama2.c's own test
-    CommandResult result = run_lmrun("generate --model " + stories_dir() +
-                                     " --prompt-ids 1 --max-tokens 200 --temperature 0 --no-progress --threads 1");
+    CommandResult result =
+        run_lmrun("generate --model " + stories_dir() +
+                  " --prompt-ids 1 --max-tokens 200 --temperature 0 --no-progress --threads 1");
     ASSERT_EQ(result.exit_code, 0) << result.output;
-    EXPECT_NE(result.output.find(golden["runc_stdout"].get<std::string>() + "\n"), std::string::npos) << result.output;
+    EXPECT_NE(result.output.find(golden["runc_stdout"].get<std::string>() + "\n"), std::string::npos)
+        << result.output;
 }
 
 TEST(Cli, GenerateFromTextWithJsonOutput) {
@@ -47,7 +52,8 @@ TEST(Cli, GenerateFromTextWithJsonOutput) {
     ASSERT_EQ(result.exit_code, 0) << result.output;
     size_t start = result.output.find("{\"");
     ASSERT_NE(start, std::string::npos) << result.output;
-    nlohmann::json record = nlohmann::json::parse(result.output.substr(start, result.output.find('\n', start) - start));
+    nlohmann::json record =
+        nlohmann::json::parse(result.output.substr(start, result.output.find('\n', start) - start));
     EXPECT_EQ(record["token_ids"], nlohmann::json({432, 383, 286, 261, 376}));  // prompt1's golden start
     EXPECT_EQ(record["text"], ", there was a little");
     EXPECT_EQ(record["finish_reason"], "length");
@@ -62,11 +68,13 @@ TEST(Cli, BadInputGetsAClearErrorAndExitCode) {
     EXPECT_NE(bad_ids.exit_code, 0);
     EXPECT_NE(bad_ids.output.find("--prompt-ids"), std::string::npos) << bad_ids.output;
 
-    CommandResult bad_temperature = run_lmrun("generate --model " + stories_dir() + " --prompt-ids 1 --temperature -1");
+    CommandResult bad_temperature =
+        run_lmrun("generate --model " + stories_dir() + " --prompt-ids 1 --temperature -1");
     EXPECT_NE(bad_temperature.exit_code, 0);
     EXPECT_NE(bad_temperature.output.find("temperature"), std::string::npos) << bad_temperature.output;
 
-    CommandResult out_of_vocab = run_lmrun("generate --model " + stories_dir() + " --prompt-ids 1,9999 --threads 1");
+    CommandResult out_of_vocab =
+        run_lmrun("generate --model " + stories_dir() + " --prompt-ids 1,9999 --threads 1");
     EXPECT_NE(out_of_vocab.exit_code, 0);
     EXPECT_NE(out_of_vocab.output.find("9999"), std::string::npos) << out_of_vocab.output;
 }

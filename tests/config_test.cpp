@@ -175,13 +175,15 @@ TEST(Config, MissingFolderAndMissingFileAndMalformedJson) {
     std::string dir = make_temp_dir("config_missing_file");
     Result<ModelConfig> no_file = load_model_config(dir);
     ASSERT_FALSE(no_file.ok());
-    EXPECT_NE(no_file.error().message.find(dir + "/config.json"), std::string::npos) << no_file.error().message;
+    EXPECT_NE(no_file.error().message.find(dir + "/config.json"), std::string::npos)
+        << no_file.error().message;
 
     std::ofstream(dir + "/config.json") << "{\"hidden_size\": 64,";
     Result<ModelConfig> malformed = load_model_config(dir);
     ASSERT_FALSE(malformed.ok());
     EXPECT_NE(malformed.error().message.find(dir + "/config.json"), std::string::npos);
-    EXPECT_NE(malformed.error().message.find("malformed JSON"), std::string::npos) << malformed.error().message;
+    EXPECT_NE(malformed.error().message.find("malformed JSON"), std::string::npos)
+        << malformed.error().message;
 
     std::ofstream(dir + "/config.json", std::ios::trunc) << "[1, 2]";
     Result<ModelConfig> not_object = load_model_config(dir);

@@ -50,7 +50,8 @@ TEST(Embedding, PackedHeadRowsMatchThePlainTable) {
     std::mt19937 rng(11);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     for (DType storage : {DType::F32, DType::BF16}) {
-        for (auto [vocab, dim, num_tokens] : {std::tuple<int64_t, int64_t, int64_t>{67, 33, 9}, {130, 257, 600}}) {
+        for (auto [vocab, dim, num_tokens] :
+             {std::tuple<int64_t, int64_t, int64_t>{67, 33, 9}, {130, 257, 600}}) {
             std::vector<float> table(size_t(vocab * dim));
             for (float& v : table) v = dist(rng);
             if (storage == DType::BF16)

@@ -117,7 +117,8 @@ TEST_P(LinearConformance, EveryPathMatchesReference) {
                 ASSERT_NEAR(got[i], want_f32[i], std::ldexp(1.0, -8) * (scale[i] + 1.0)) << "row " << r;
             }
             bool ok = matches_f32 == p.out || (may_round && matches_rounded == p.out);
-            EXPECT_TRUE(ok) << "row " << r << ": " << matches_f32 << " / " << matches_rounded << " of " << p.out;
+            EXPECT_TRUE(ok) << "row " << r << ": " << matches_f32 << " / " << matches_rounded << " of "
+                            << p.out;
         }
     }
 }
@@ -132,8 +133,8 @@ std::vector<Problem> problems() {
         list.push_back({1, 1, 1, storage});
         list.push_back({3, 1000, 127, storage});
         list.push_back({33, 300, 257, storage});
-        list.push_back({13, 70, 64, storage});   // 8 rows on oneDNN + 5
-        list.push_back({300, 65, 40, storage});  // 256 + 32 + 8 + 4 (GEMV remainder)
+        list.push_back({13, 70, 64, storage});    // 8 rows on oneDNN + 5
+        list.push_back({300, 65, 40, storage});   // 256 + 32 + 8 + 4 (GEMV remainder)
         list.push_back({1100, 16, 24, storage});  // more than one 512-row piece
         list.push_back({2, 64, 4099, storage});
     }

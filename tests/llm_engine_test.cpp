@@ -24,7 +24,8 @@ std::vector<Golden> stories_goldens() {
     const nlohmann::json expected = read_json_file(testdata_path("stories260k/expected.json"));
     for (const auto& item : expected["cases"]) {
         goldens.push_back({item["name"], item["prompt_text"], item["prompt_ids"].get<std::vector<int32_t>>(),
-                           item["output_ids"].get<std::vector<int32_t>>(), item["decoded_text_prompt_plus_output"]});
+                           item["output_ids"].get<std::vector<int32_t>>(),
+                           item["decoded_text_prompt_plus_output"]});
     }
     return goldens;
 }
@@ -70,7 +71,9 @@ std::map<std::string, RequestOutput> run_staggered(LLMEngine& engine, const std:
     for (int step = 0; outputs.size() < goldens.size(); ++step) {
         for (size_t i = 0; i < goldens.size(); ++i) {
             if (arrival_steps[i] == step) {
-                EXPECT_TRUE(engine.add_request(goldens[i].name, goldens[i].prompt_ids, greedy_params(goldens[i])).ok());
+                EXPECT_TRUE(
+                    engine.add_request(goldens[i].name, goldens[i].prompt_ids, greedy_params(goldens[i]))
+                        .ok());
             }
         }
         for (RequestOutput& output : engine.step()) outputs[output.request_id] = std::move(output);
@@ -135,7 +138,8 @@ TEST(LLMEngine, SequenceTooLargeForTheCacheFailsWithAMessage) {
     for (int step = 0; step < 100 && finished.empty(); ++step) finished = engine->step();
     ASSERT_EQ(finished.size(), 1u);
     EXPECT_EQ(finished[0].outputs[0].finish_reason, FinishReason::Error);
-    EXPECT_EQ(finished[0].outputs[0].token_ids.size(), 13u);  // 20 + 12 fill both blocks; the 33rd needs a third
+    EXPECT_EQ(finished[0].outputs[0].token_ids.size(),
+              13u);  // 20 + 12 fill both blocks; the 33rd needs a third
     EXPECT_NE(finished[0].outputs[0].error_message.find("KV blocks"), std::string::npos)
         << finished[0].outputs[0].error_message;
     EXPECT_EQ(engine->block_manager().num_free_blocks(), 2);
@@ -181,7 +185,9 @@ TEST(LLMEngine, PrefixCachingReusesBlocksAndKeepsOutputs) {
 }
 
 // Every block hashes the same: only the token comparison can keep requests apart.
-uint64_t colliding_hash(std::span<const int32_t>, uint64_t) { return 42; }
+uint64_t colliding_hash(std::span<const int32_t>, uint64_t) {
+    return 42;
+}
 
 TEST(LLMEngine, ForcedHashCollisionsDoNotShareWrongKv) {
     auto goldens = stories_goldens();
@@ -215,7 +221,8 @@ TEST(LLM, TextPromptsReproduceGoldenText) {
     for (size_t i = 0; i < goldens.size(); ++i) {
         EXPECT_EQ(outputs.value()[i].prompt_token_ids, goldens[i].prompt_ids) << goldens[i].name;
         // The continuation is decoded in the context of the prompt, so it joins the prompt seamlessly.
-        EXPECT_EQ(goldens[i].prompt_text + outputs.value()[i].outputs[0].text, goldens[i].prompt_plus_output_text)
+        EXPECT_EQ(goldens[i].prompt_text + outputs.value()[i].outputs[0].text,
+                  goldens[i].prompt_plus_output_text)
             << goldens[i].name;
     }
 }
@@ -226,8 +233,9 @@ TEST(LLM, TextPromptsReproduceGoldenText) {
 namespace lmrun::testing {
 namespace {
 
-std::vector<int32_t> generate_ids(LLMEngine& engine, const std::vector<std::pair<std::vector<int32_t>, SamplingParams>>& requests,
-                                  size_t which) {
+std::vector<int32_t> generate_ids(
+    LLMEngine& engine, const std::vector<std::pair<std::vector<int32_t>, SamplingParams>>& requests,
+    size_t which) {
     for (size_t i = 0; i < requests.size(); ++i) {
         EXPECT_TRUE(engine.add_request("r" + std::to_string(i), requests[i].first, requests[i].second).ok());
     }
@@ -253,8 +261,10 @@ TEST(LLMEngineSampling, SeededRunsAreReproducibleAloneAndInABatch) {
     other.seed.reset();
     other.temperature = 1.2f;
     auto in_batch = generate_ids(*engine,
-                                 {{goldens[3].prompt_ids, other}, {goldens[2].prompt_ids, seeded},
-                                  {goldens[4].prompt_ids, other}, {goldens[0].prompt_ids, other}},
+                                 {{goldens[3].prompt_ids, other},
+                                  {goldens[2].prompt_ids, seeded},
+                                  {goldens[4].prompt_ids, other},
+                                  {goldens[0].prompt_ids, other}},
                                  1);
     EXPECT_EQ(alone, in_batch);
     SamplingParams reseeded = seeded;
@@ -291,7 +301,10 @@ TEST(LLMEngineSampling, StopStringsCutExactlyAcrossTokens) {
 
     // The stream shows exactly the same text, never a piece of the stop string.
     LLMEngine& engine = llm.value()->engine();
-    ASSERT_TRUE(engine.add_request("stream", {1}, params, [&](const CompletionDelta& delta) { streamed += delta.text; }).ok());
+    ASSERT_TRUE(
+        engine
+            .add_request("stream", {1}, params, [&](const CompletionDelta& delta) { streamed += delta.text; })
+            .ok());
     while (engine.has_unfinished_requests()) engine.step();
     EXPECT_EQ(streamed, completion.text);
 }
@@ -305,10 +318,14 @@ TEST(LLMEngineSampling, StreamedDeltasConcatenateToTheFinalText) {
     params.max_tokens = 80;
     std::string streamed;
     std::vector<int32_t> streamed_ids;
-    ASSERT_TRUE(engine->add_request("s", goldens[5].prompt_ids, params, [&](const CompletionDelta& delta) {
-        streamed += delta.text;
-        streamed_ids.insert(streamed_ids.end(), delta.token_ids.begin(), delta.token_ids.end());
-    }).ok());
+    ASSERT_TRUE(engine
+                    ->add_request("s", goldens[5].prompt_ids, params,
+                                  [&](const CompletionDelta& delta) {
+                                      streamed += delta.text;
+                                      streamed_ids.insert(streamed_ids.end(), delta.token_ids.begin(),
+                                                          delta.token_ids.end());
+                                  })
+                    .ok());
     std::vector<RequestOutput> finished;
     while (engine->has_unfinished_requests()) {
         for (auto& output : engine->step()) finished.push_back(std::move(output));

@@ -29,7 +29,8 @@ std::vector<GoldenCase> load_cases(const std::string& model) {
         golden.name = item["name"];
         golden.prompt_ids = item["prompt_ids"].get<std::vector<int32_t>>();
         golden.output_ids = item["output_ids"].get<std::vector<int32_t>>();
-        for (const auto& step : item["low_margin_steps"]) golden.low_margin_steps.push_back(step[0].get<int64_t>());
+        for (const auto& step : item["low_margin_steps"])
+            golden.low_margin_steps.push_back(step[0].get<int64_t>());
         cases.push_back(golden);
     }
     return cases;
@@ -42,7 +43,8 @@ std::vector<GreedyRequest> stories_requests(const std::vector<GoldenCase>& cases
         requests.push_back({golden.prompt_ids, int64_t(golden.output_ids.size()) + 1, {1}});
     }
     // Each case stops either on BOS or at exactly its golden length.
-    for (size_t i = 0; i < cases.size(); ++i) requests[i].max_new_tokens = int64_t(cases[i].output_ids.size());
+    for (size_t i = 0; i < cases.size(); ++i)
+        requests[i].max_new_tokens = int64_t(cases[i].output_ids.size());
     requests[1].max_new_tokens += 1;  // bos_only_full: one more step, which must be the BOS stop
     return requests;
 }
@@ -50,7 +52,8 @@ std::vector<GreedyRequest> stories_requests(const std::vector<GoldenCase>& cases
 // Qwen goldens: exactly max_new_tokens tokens, no stop token.
 std::vector<GreedyRequest> qwen_requests(const std::vector<GoldenCase>& cases) {
     std::vector<GreedyRequest> requests;
-    for (const GoldenCase& golden : cases) requests.push_back({golden.prompt_ids, int64_t(golden.output_ids.size()), {}});
+    for (const GoldenCase& golden : cases)
+        requests.push_back({golden.prompt_ids, int64_t(golden.output_ids.size()), {}});
     return requests;
 }
 
@@ -64,7 +67,8 @@ ModelRunnerConfig small_config(int64_t block_size) {
     return config;
 }
 
-void expect_all_golden(const std::vector<GoldenCase>& cases, const std::vector<std::vector<int32_t>>& outputs) {
+void expect_all_golden(const std::vector<GoldenCase>& cases,
+                       const std::vector<std::vector<int32_t>>& outputs) {
     ASSERT_EQ(outputs.size(), cases.size());
     for (size_t i = 0; i < cases.size(); ++i) {
         EXPECT_EQ(outputs[i], cases[i].output_ids) << "case " << cases[i].name;
@@ -117,7 +121,8 @@ TEST(Stories260kBf16, GoldenIdsExceptAtNearTies) {
         RunnerSequence seq{ids, blocks, 0, int64_t(ids.size()), true, {}};
         auto logits = f32->compute_logits_at(seq, std::vector<int32_t>{int32_t(ids.size() - 1)});
         float gap = logits[golden[step]] - logits[outputs[i][step]];
-        EXPECT_LT(gap, kBf16LogitError) << cases[i].name << " flips at step " << step << " with an F32 gap of " << gap;
+        EXPECT_LT(gap, kBf16LogitError)
+            << cases[i].name << " flips at step " << step << " with an F32 gap of " << gap;
     }
     // Batched decode (7 rows) rounds activations to BF16 as well, as prefill always did: 3 of
     // the 7 cases then run to the end without meeting a near-tie.
@@ -127,8 +132,8 @@ TEST(Stories260kBf16, GoldenIdsExceptAtNearTies) {
 // Reference rows: row t = logits after feeding input_ids[0..t].
 struct ReferenceLogits {
     std::vector<int32_t> input_ids;
-    std::vector<int32_t> rows;     // which positions have a stored row
-    std::vector<float> logits;     // [rows, vocab]
+    std::vector<int32_t> rows;  // which positions have a stored row
+    std::vector<float> logits;  // [rows, vocab]
 };
 
 ReferenceLogits load_reference(const std::string& model, const std::string& name, bool all_rows) {
@@ -161,7 +166,8 @@ float max_abs_diff(std::span<const float> a, std::span<const float> b) {
 
 // Logits of `rows` three ways: whole prefix at once, token-by-token decode, and
 // prefill split at `split` (the second part reads the first from the cache).
-void check_reference_logits(const std::string& model, const std::string& name, bool all_rows, float tolerance) {
+void check_reference_logits(const std::string& model, const std::string& name, bool all_rows,
+                            float tolerance) {
     ReferenceLogits reference = load_reference(model, name, all_rows);
     ModelRunnerConfig config = small_config(16);
     config.max_model_len = 512;
@@ -195,7 +201,8 @@ void check_reference_logits(const std::string& model, const std::string& name, b
         RunnerSequence step{ids, blocks, position, 1, true, {}};
         runner->run(std::span(&step, 1));
         if (next_row < reference.rows.size() && reference.rows[next_row] == position) {
-            EXPECT_LT(max_abs_diff(runner->last_logits(), std::span(reference.logits).subspan(next_row * vocab, vocab)),
+            EXPECT_LT(max_abs_diff(runner->last_logits(),
+                                   std::span(reference.logits).subspan(next_row * vocab, vocab)),
                       tolerance)
                 << name << " decode, position " << position;
             ++next_row;

@@ -27,7 +27,7 @@ TEST(OpProfiler, CountsScopesOnlyWhenEnabled) {
     const auto seconds = profiler.seconds();
     EXPECT_GE(seconds[size_t(Op::Attention)], 0.004);  // both scopes, summed
     EXPECT_LT(seconds[size_t(Op::Attention)], 1.0);
-    EXPECT_EQ(seconds[size_t(Op::QkvProj)], 0.0);   // other ops untouched
+    EXPECT_EQ(seconds[size_t(Op::QkvProj)], 0.0);  // other ops untouched
 
     profiler.reset();
     EXPECT_EQ(profiler.seconds()[size_t(Op::Attention)], 0.0);

@@ -36,22 +36,25 @@ std::vector<std::string> expected_names(ModelArch arch) {
     if (arch == ModelArch::Llama) names.push_back("lm_head.weight");
     for (int layer = 0; layer < 2; ++layer) {
         std::string p = "model.layers." + std::to_string(layer) + ".";
-        for (const char* suffix : {"input_layernorm.weight", "post_attention_layernorm.weight",
-                                   "self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
-                                   "self_attn.o_proj.weight", "mlp.gate_proj.weight", "mlp.up_proj.weight",
-                                   "mlp.down_proj.weight"})
+        for (const char* suffix :
+             {"input_layernorm.weight", "post_attention_layernorm.weight", "self_attn.q_proj.weight",
+              "self_attn.k_proj.weight", "self_attn.v_proj.weight", "self_attn.o_proj.weight",
+              "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"})
             names.push_back(p + suffix);
         if (arch == ModelArch::Qwen2)
-            for (const char* suffix : {"self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"})
+            for (const char* suffix :
+                 {"self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"})
                 names.push_back(p + suffix);
         if (arch == ModelArch::Qwen3)
-            for (const char* suffix : {"self_attn.q_norm.weight", "self_attn.k_norm.weight"}) names.push_back(p + suffix);
+            for (const char* suffix : {"self_attn.q_norm.weight", "self_attn.k_norm.weight"})
+                names.push_back(p + suffix);
     }
     std::sort(names.begin(), names.end());
     return names;
 }
 
-void expect_shape(const Checkpoint& checkpoint, const std::string& name, std::vector<int64_t> shape, DType dtype) {
+void expect_shape(const Checkpoint& checkpoint, const std::string& name, std::vector<int64_t> shape,
+                  DType dtype) {
     const TensorInfo* tensor = checkpoint.find(name);
     ASSERT_NE(tensor, nullptr) << name;
     EXPECT_EQ(tensor->shape, shape) << name;
@@ -105,7 +108,8 @@ TEST_P(RandomCheckpointArch, SingleAndShardedRoundTrip) {
     expect_shape(c, "model.layers.1.mlp.down_proj.weight", {32, 48}, DType::BF16);
     expect_shape(c, "model.layers.0.input_layernorm.weight", {32}, DType::BF16);
     if (arch == ModelArch::Qwen2) expect_shape(c, "model.layers.0.self_attn.k_proj.bias", {32}, DType::BF16);
-    if (arch == ModelArch::Qwen3) expect_shape(c, "model.layers.0.self_attn.q_norm.weight", {16}, DType::BF16);
+    if (arch == ModelArch::Qwen3)
+        expect_shape(c, "model.layers.0.self_attn.q_norm.weight", {16}, DType::BF16);
     if (arch == ModelArch::Llama) expect_shape(c, "lm_head.weight", {300, 32}, DType::BF16);
 }
 
@@ -180,7 +184,8 @@ TEST(RandomCheckpoint, RejectsInvalidConfig) {
     options.config.num_key_value_heads = 3;
     Status status = write_random_checkpoint(make_temp_dir("random_ckpt_invalid"), options);
     ASSERT_FALSE(status.ok());
-    EXPECT_NE(status.error().message.find("num_key_value_heads"), std::string::npos) << status.error().message;
+    EXPECT_NE(status.error().message.find("num_key_value_heads"), std::string::npos)
+        << status.error().message;
 }
 
 TEST(RandomCheckpoint, Qwen3_0_6bShape) {

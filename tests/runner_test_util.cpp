@@ -97,7 +97,8 @@ std::vector<std::vector<int32_t>> run_greedy(ModelRunner& runner, const std::vec
     }
     std::vector<std::vector<int32_t>> outputs;
     for (size_t i = 0; i < seqs.size(); ++i) {
-        outputs.emplace_back(seqs[i].token_ids.begin() + int64_t(requests[i].prompt_ids.size()), seqs[i].token_ids.end());
+        outputs.emplace_back(seqs[i].token_ids.begin() + int64_t(requests[i].prompt_ids.size()),
+                             seqs[i].token_ids.end());
     }
     return outputs;
 }

@@ -34,7 +34,8 @@ void expect_open_error(const std::string& path, std::initializer_list<std::strin
     for (const std::string& needle : needles) EXPECT_NE(message.find(needle), std::string::npos) << message;
 }
 
-void expect_tensor(const SafetensorsFile& file, const std::string& name, DType dtype, std::vector<int64_t> shape) {
+void expect_tensor(const SafetensorsFile& file, const std::string& name, DType dtype,
+                   std::vector<int64_t> shape) {
     const TensorInfo* tensor = file.find(name);
     ASSERT_NE(tensor, nullptr) << name;
     EXPECT_EQ(tensor->dtype, dtype) << name;
@@ -71,7 +72,8 @@ TEST(Safetensors, ReadsStories260k) {
 }
 
 TEST(Safetensors, ReadsReferenceLogitsWithIntegerTensors) {
-    Result<SafetensorsFile> file = SafetensorsFile::open(testdata_path("stories260k/reference_logits.safetensors"));
+    Result<SafetensorsFile> file =
+        SafetensorsFile::open(testdata_path("stories260k/reference_logits.safetensors"));
     ASSERT_TRUE(file.ok()) << file.error().message;
     EXPECT_EQ(file->tensors().size(), 6u);
     for (std::string name : {"bos_only_200", "prompt2"}) {
@@ -93,9 +95,9 @@ TEST(Safetensors, WriteReadRoundTripAllDTypes) {
     std::vector<int32_t> i32 = {1, -2, 3};
     std::vector<int64_t> i64 = {int64_t(1) << 40, -5};
     std::vector<TensorToWrite> tensors = {
-        {"b.f32", DType::F32, {2, 3}, f32.data()},   {"a.bf16", DType::BF16, {3}, bf16.data()},
-        {"c.f16", DType::F16, {1, 2}, f16.data()},   {"d.i32", DType::I32, {3}, i32.data()},
-        {"e.i64", DType::I64, {2}, i64.data()},      {"scalar", DType::F32, {}, f32.data()},
+        {"b.f32", DType::F32, {2, 3}, f32.data()}, {"a.bf16", DType::BF16, {3}, bf16.data()},
+        {"c.f16", DType::F16, {1, 2}, f16.data()}, {"d.i32", DType::I32, {3}, i32.data()},
+        {"e.i64", DType::I64, {2}, i64.data()},    {"scalar", DType::F32, {}, f32.data()},
         {"empty", DType::F32, {0, 4}, nullptr},
     };
     Status status = write_safetensors(path, tensors, {{"format", "pt"}});
@@ -124,7 +126,8 @@ TEST(Safetensors, WriterRejectsDuplicateNames) {
     float value = 1;
     Status status = write_safetensors(path, {{"x", DType::F32, {1}, &value}, {"x", DType::F32, {1}, &value}});
     ASSERT_FALSE(status.ok());
-    EXPECT_NE(status.error().message.find("duplicate tensor name 'x'"), std::string::npos) << status.error().message;
+    EXPECT_NE(status.error().message.find("duplicate tensor name 'x'"), std::string::npos)
+        << status.error().message;
 }
 
 TEST(Safetensors, AllowsOverlappingAndOutOfOrderDataWithinBounds) {
@@ -139,7 +142,9 @@ TEST(Safetensors, AllowsOverlappingAndOutOfOrderDataWithinBounds) {
     EXPECT_EQ(static_cast<const unsigned char*>(file->find("a")->data), base + 8);
 }
 
-TEST(Safetensors, RejectsMissingFile) { expect_open_error("/nonexistent/x.safetensors", {"cannot open"}); }
+TEST(Safetensors, RejectsMissingFile) {
+    expect_open_error("/nonexistent/x.safetensors", {"cannot open"});
+}
 
 TEST(Safetensors, RejectsFileShorterThanHeaderSize) {
     std::string path = make_temp_dir("safetensors_short") + "/t.safetensors";
@@ -192,8 +197,7 @@ TEST(Safetensors, RejectsHeaderThatLiesAboutSizes) {
     write_raw(path, R"({"w":{"dtype":"F32","data_offsets":[0,16]}})", 24);
     expect_open_error(path, {"'w'", "shape"});
     // numel * size overflows 64 bits: must not wrap around to a small size.
-    write_raw(path,
-              R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", 24);
+    write_raw(path, R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", 24);
     expect_open_error(path, {"'w'", "too large"});
 }
 

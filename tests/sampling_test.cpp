@@ -30,7 +30,8 @@ TEST(Argmax, EveryPathMatchesReferenceIncludingTies) {
         int32_t want = argmax_reference(logits.data(), vocab);
         ASSERT_EQ(logits[want], *std::max_element(logits.begin(), logits.end()));
         for (int64_t i = 0; i < want; ++i) ASSERT_LT(logits[i], logits[want]);
-        for (auto [name, fn] : argmax_paths()) EXPECT_EQ(fn(logits.data(), vocab), want) << name << " " << vocab;
+        for (auto [name, fn] : argmax_paths())
+            EXPECT_EQ(fn(logits.data(), vocab), want) << name << " " << vocab;
         // The maximum in the tail (past the last full vector).
         logits[vocab - 1] = 1000.0f;
         for (auto [name, fn] : argmax_paths()) EXPECT_EQ(fn(logits.data(), vocab), vocab - 1) << name;

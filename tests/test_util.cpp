@@ -1,10 +1,10 @@
 #include "test_util.h"
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
-#include <unistd.h>
 
 namespace lmrun::testing {
 
@@ -13,7 +13,9 @@ std::string testdata_dir() {
     return from_env ? from_env : LMRUN_TESTDATA_DIR;
 }
 
-std::string testdata_path(const std::string& relative) { return testdata_dir() + "/" + relative; }
+std::string testdata_path(const std::string& relative) {
+    return testdata_dir() + "/" + relative;
+}
 
 nlohmann::json read_json_file(const std::string& path) {
     std::ifstream in(path);
@@ -33,8 +35,8 @@ std::vector<nlohmann::json> read_jsonl_file(const std::string& path) {
 }
 
 std::string make_temp_dir(const std::string& name) {
-    std::filesystem::path dir = std::filesystem::path(LMRUN_BINARY_DIR) / "test_tmp" /
-                                (name + "_" + std::to_string(getpid()));
+    std::filesystem::path dir =
+        std::filesystem::path(LMRUN_BINARY_DIR) / "test_tmp" / (name + "_" + std::to_string(getpid()));
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     return dir.string();

@@ -17,7 +17,8 @@ struct FakeTensor {
         for (int64_t dim : shape) numel *= dim;
         values.resize(size_t(numel));
         std::iota(values.begin(), values.end(), 0.0f);
-        info = TensorInfo{std::move(name), DType::F32, std::move(shape), values.data(), values.size() * 4, "mem.safetensors"};
+        info = TensorInfo{std::move(name), DType::F32,        std::move(shape),
+                          values.data(),   values.size() * 4, "mem.safetensors"};
     }
 };
 
@@ -38,7 +39,9 @@ std::vector<float> concat(std::initializer_list<std::vector<float>> parts) {
     return all;
 }
 
-ParallelConfig rank(int r, int size) { return ParallelConfig{r, size}; }
+ParallelConfig rank(int r, int size) {
+    return ParallelConfig{r, size};
+}
 
 TEST(WeightLoader, ReplicatedCopiesF32) {
     FakeTensor src("norm.weight", {2, 3});
@@ -134,8 +137,8 @@ TEST(WeightLoader, QkvTp2SplitsHeads) {
         ASSERT_TRUE(load_qkv_shard(k.info, dst, QkvShard::K, 4, 2, 2, rank(r, 2)).ok());
         ASSERT_TRUE(load_qkv_shard(v.info, dst, QkvShard::V, 4, 2, 2, rank(r, 2)).ok());
         float q0 = 4.0f * r, kv0 = 2.0f * r;
-        EXPECT_EQ(to_vector(dst), (std::vector<float>{q0, q0 + 1, q0 + 2, q0 + 3, 100 + kv0, 101 + kv0, 200 + kv0,
-                                                      201 + kv0}))
+        EXPECT_EQ(to_vector(dst), (std::vector<float>{q0, q0 + 1, q0 + 2, q0 + 3, 100 + kv0, 101 + kv0,
+                                                      200 + kv0, 201 + kv0}))
             << "rank " << r;
     }
 }
@@ -202,18 +205,20 @@ void expect_error(const Status& status, std::initializer_list<std::string> needl
 TEST(WeightLoader, ShapeMismatchNamesFileTensorAndShapes) {
     FakeTensor src("model.layers.0.mlp.up_proj.weight", {4, 3});
     Tensor dst = Tensor::zeros(DType::F32, {4, 2});
-    expect_error(load_replicated(src.info, dst), {"mem.safetensors", "model.layers.0.mlp.up_proj.weight", "[4, 3]",
-                                                  "expected [4, 2]"});
+    expect_error(load_replicated(src.info, dst),
+                 {"mem.safetensors", "model.layers.0.mlp.up_proj.weight", "[4, 3]", "expected [4, 2]"});
     Tensor half = Tensor::zeros(DType::F32, {3, 3});
-    expect_error(load_column_parallel(src.info, half, rank(0, 2)), {"mem.safetensors", "[4, 3]", "expected [6, 3]",
-                                                                     "tp_size 2"});
+    expect_error(load_column_parallel(src.info, half, rank(0, 2)),
+                 {"mem.safetensors", "[4, 3]", "expected [6, 3]", "tp_size 2"});
     Tensor cols = Tensor::zeros(DType::F32, {4, 1});
     expect_error(load_row_parallel(src.info, cols, rank(0, 2)), {"[4, 3]", "expected [4, 2]"});
     Tensor qkv = Tensor::zeros(DType::F32, {8, 3});
-    expect_error(load_qkv_shard(src.info, qkv, QkvShard::K, 2, 1, 2, rank(0, 1)), {"[4, 3]", "expected [2, 3]"});
+    expect_error(load_qkv_shard(src.info, qkv, QkvShard::K, 2, 1, 2, rank(0, 1)),
+                 {"[4, 3]", "expected [2, 3]"});
     Tensor merged = Tensor::zeros(DType::F32, {10, 3});
     std::vector<int64_t> sizes = {5, 5};
-    expect_error(load_merged_column_shard(src.info, merged, 1, sizes, rank(0, 1)), {"[4, 3]", "expected [5, 3]"});
+    expect_error(load_merged_column_shard(src.info, merged, 1, sizes, rank(0, 1)),
+                 {"[4, 3]", "expected [5, 3]"});
     Tensor vocab = Tensor::zeros(DType::F32, {1, 3});
     expect_error(load_vocab_parallel(src.info, vocab, rank(0, 2)), {"[4, 3]", "expected [<= 2, 3]"});
 }
@@ -225,7 +230,8 @@ TEST(WeightLoader, RejectsBadInputs) {
     expect_error(load_replicated(int_src, dst), {"ids", "I32", "float"});
     FakeTensor q("q", {6, 1});
     Tensor qkv = Tensor::zeros(DType::F32, {6, 1});
-    expect_error(load_qkv_shard(q.info, qkv, QkvShard::Q, 3, 3, 1, rank(0, 2)), {"cannot be split", "tp_size 2"});
+    expect_error(load_qkv_shard(q.info, qkv, QkvShard::Q, 3, 3, 1, rank(0, 2)),
+                 {"cannot be split", "tp_size 2"});
     FakeTensor w("w", {4});
     Tensor half = Tensor::zeros(DType::F32, {2});
     expect_error(load_column_parallel(w.info, half, rank(2, 2)), {"invalid tensor-parallel rank 2"});

@@ -9,8 +9,8 @@
 //   bench_serve --base-url http://127.0.0.1:8000 --num-prompts 200 --max-concurrency 16
 //               --random-input-len 128 --random-output-len 128
 #include <algorithm>
-#include <cctype>
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -18,9 +18,9 @@
 #include <random>
 #include <thread>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <httplib.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "core/timer.h"
@@ -38,8 +38,8 @@ struct BenchArgs {
     int max_concurrency = 0;         // 0 = unbounded
     int random_input_len = 128;
     int random_output_len = 128;
-    int random_max_token_id = 500;   // random prompt ids are drawn from [3, this)
-    std::string dataset;             // JSONL {"prompt": text | [ids], "max_tokens"?: n}
+    int random_max_token_id = 500;  // random prompt ids are drawn from [3, this)
+    std::string dataset;            // JSONL {"prompt": text | [ids], "max_tokens"?: n}
     uint64_t seed = 0;
     std::string json_output;
 };
@@ -89,7 +89,7 @@ bool file_requests(const BenchArgs& args, std::vector<BenchRequest>& requests) {
 
 // Feeds SSE bytes; calls on_data(json) per "data: {...}" event.
 class SseParser {
-public:
+  public:
     template <typename OnData>
     void feed(const char* data, size_t size, OnData on_data) {
         buffer_.append(data, size);
@@ -105,7 +105,7 @@ public:
         }
     }
 
-private:
+  private:
     std::string buffer_;
 };
 
@@ -114,9 +114,14 @@ RequestResult run_request(const BenchArgs& args, const std::string& model, const
     client.set_read_timeout(600, 0);
     httplib::Headers headers;
     if (!args.api_key.empty()) headers.emplace("Authorization", "Bearer " + args.api_key);
-    Json body = {{"model", model},          {"prompt", request.prompt},     {"max_tokens", request.max_tokens},
-                 {"temperature", 0},        {"ignore_eos", true},           {"stream", true},
-                 {"stream_options", {{"include_usage", true}}}, {"return_token_ids", true}};
+    Json body = {{"model", model},
+                 {"prompt", request.prompt},
+                 {"max_tokens", request.max_tokens},
+                 {"temperature", 0},
+                 {"ignore_eos", true},
+                 {"stream", true},
+                 {"stream_options", {{"include_usage", true}}},
+                 {"return_token_ids", true}};
     RequestResult result;
     SseParser parser;
     const double start = lmrun::now_seconds();
@@ -131,10 +136,13 @@ RequestResult run_request(const BenchArgs& args, const std::string& model, const
         if (!event.contains("choices") || event["choices"].empty()) return;
         // A token counts when it arrives, even if it adds no text (no tokenizer, or half a character).
         const Json& choice = event["choices"][0];
-        bool has_tokens = choice.contains("token_ids") && choice["token_ids"].is_array() && !choice["token_ids"].empty();
+        bool has_tokens =
+            choice.contains("token_ids") && choice["token_ids"].is_array() && !choice["token_ids"].empty();
         if (choice.value("text", std::string()).empty() && !has_tokens) return;
-        if (last == 0) result.ttft = now - start;
-        else result.itls.push_back(now - last);
+        if (last == 0)
+            result.ttft = now - start;
+        else
+            result.itls.push_back(now - last);
         last = now;
     };
     httplib::Request http_request;
@@ -306,25 +314,33 @@ int main(int argc, char** argv) {
     app.add_option("--model", args.model, "Model name (default: the first of /v1/models)");
     app.add_option("--api-key", args.api_key, "Bearer token");
     app.add_option("--num-prompts", args.num_prompts, "Requests to send")->capture_default_str();
-    app.add_option("--request-rate", args.request_rate, "Requests per second, Poisson arrivals (default: inf)");
+    app.add_option("--request-rate", args.request_rate,
+                   "Requests per second, Poisson arrivals (default: inf)");
     app.add_option("--max-concurrency", args.max_concurrency, "Requests in flight at most (0 = unbounded)");
-    app.add_option("--random-input-len", args.random_input_len, "Prompt tokens per random request")->capture_default_str();
-    app.add_option("--random-output-len", args.random_output_len, "Output tokens per request")->capture_default_str();
-    app.add_option("--random-max-token-id", args.random_max_token_id, "Random prompt ids are < this")->capture_default_str();
+    app.add_option("--random-input-len", args.random_input_len, "Prompt tokens per random request")
+        ->capture_default_str();
+    app.add_option("--random-output-len", args.random_output_len, "Output tokens per request")
+        ->capture_default_str();
+    app.add_option("--random-max-token-id", args.random_max_token_id, "Random prompt ids are < this")
+        ->capture_default_str();
     app.add_option("--dataset", args.dataset, "JSONL prompts {\"prompt\": text or ids, \"max_tokens\"?: n}");
     app.add_option("--seed", args.seed, "Seed of the random prompts and arrivals");
     app.add_option("--json-output", args.json_output, "Also write the results as JSON here");
     CLI11_PARSE(app, argc, argv);
     if (args.num_prompts < 1 || args.random_input_len < 1 || args.random_output_len < 1) {
-        return fmt::print(stderr, "--num-prompts, --random-input-len and --random-output-len must be >= 1\n"), 2;
+        return fmt::print(stderr, "--num-prompts, --random-input-len and --random-output-len must be >= 1\n"),
+               2;
     }
     std::string model = args.model.empty() ? first_model(args) : args.model;
     if (model.empty()) return fmt::print(stderr, "{}: no model found at /v1/models\n", args.base_url), 1;
     std::vector<BenchRequest> requests;
-    if (args.dataset.empty()) requests = random_requests(args);
-    else if (!file_requests(args, requests)) return 2;
+    if (args.dataset.empty())
+        requests = random_requests(args);
+    else if (!file_requests(args, requests))
+        return 2;
     fmt::print("model {}: {} requests, concurrency {}, rate {}\n", model, requests.size(),
-               args.max_concurrency > 0 ? std::to_string(args.max_concurrency) : "unbounded", args.request_rate);
+               args.max_concurrency > 0 ? std::to_string(args.max_concurrency) : "unbounded",
+               args.request_rate);
     double duration = 0;
     std::vector<RequestResult> results = run_all(args, model, requests, duration);
     for (const RequestResult& result : results) {

@@ -5,8 +5,8 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <tuple>
@@ -30,8 +30,11 @@ struct Shape {
     int64_t out, in;
 };
 
-const Shape kShapes[] = {{"qkv", 4096, 1024}, {"o_proj", 1024, 2048}, {"gate_up", 6144, 1024},
-                         {"down", 1024, 3072}, {"lm_head", 151936, 1024}};
+const Shape kShapes[] = {{"qkv", 4096, 1024},
+                         {"o_proj", 1024, 2048},
+                         {"gate_up", 6144, 1024},
+                         {"down", 1024, 3072},
+                         {"lm_head", 151936, 1024}};
 
 template <typename Fn>
 double seconds_per_call(Fn&& fn, double budget_s = 0.3) {
@@ -55,8 +58,8 @@ LinearWeight make_weight(const Shape& s, DType storage, std::mt19937& rng) {
 void bench_linear(DType storage, bool quick) {
     std::mt19937 rng(1);
     std::printf("\n== linear, %s weights ==\n", std::string(dtype_name(storage)).c_str());
-    std::printf("%-8s %6s  %10s %10s %10s %10s  %10s\n", "shape", "rows", "gemv GB/s", "gemv ms",
-                "onednn ms", "gemm ms", "GFLOP/s");
+    std::printf("%-8s %6s  %10s %10s %10s %10s  %10s\n", "shape", "rows", "gemv GB/s", "gemv ms", "onednn ms",
+                "gemm ms", "GFLOP/s");
     for (const Shape& s : kShapes) {
         // Enough copies to cycle through that every call streams its weight from DRAM, as in a
         // real forward pass, instead of finding it in the 32 MiB L3.
@@ -65,8 +68,8 @@ void bench_linear(DType storage, bool quick) {
         while (double(copies.size() * first.nbytes()) < 256e6) copies.push_back(make_weight(s, storage, rng));
         size_t next = 0;
         auto weight_for_call = [&]() -> const LinearWeight& { return copies[next++ % copies.size()]; };
-        std::vector<int64_t> rows_list = quick ? std::vector<int64_t>{1, 8, 64}
-                                               : std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 512};
+        std::vector<int64_t> rows_list =
+            quick ? std::vector<int64_t>{1, 8, 64} : std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 512};
         for (int64_t rows : rows_list) {
             if (s.out > 100000 && rows > 128) continue;
             std::vector<float> x(size_t(rows * s.in), 0.5f), y(size_t(rows * s.out));
@@ -74,19 +77,23 @@ void bench_linear(DType storage, bool quick) {
             double flops = 2.0 * double(rows) * double(s.out) * double(s.in);
             double gemv_s = rows <= 64 ? seconds_per_call([&] {
                 gemv(x.data(), rows, weight_for_call().packed(), nullptr, y.data());
-            }) : 0;
+            })
+                                       : 0;
             double dnnl_s = rows >= 4 ? seconds_per_call([&] {
                 linear_onednn(x.data(), rows, weight_for_call(), nullptr, y.data());
-            }) : 0;
+            })
+                                      : 0;
             bool has_gemm = storage == DType::BF16 && kernel_isa() >= Isa::Avx512Bf16;
             double gemm_s = has_gemm ? seconds_per_call([&] {
                 linear_gemm_bf16_avx512(x.data(), rows, weight_for_call().packed(), nullptr, y.data());
-            }) : 0;
+            })
+                                     : 0;
             double best = 1e30;
-            for (double t : {gemv_s, dnnl_s, gemm_s}) if (t > 0 && t < best) best = t;
+            for (double t : {gemv_s, dnnl_s, gemm_s})
+                if (t > 0 && t < best) best = t;
             std::printf("%-8s %6ld  %10.1f %10.3f %10.3f %10.3f  %10.1f\n", s.name, long(rows),
-                        gemv_s > 0 ? double(first.nbytes()) / gemv_s / 1e9 : 0.0, gemv_s * 1e3,
-                        dnnl_s * 1e3, gemm_s * 1e3, flops / best / 1e9);
+                        gemv_s > 0 ? double(first.nbytes()) / gemv_s / 1e9 : 0.0, gemv_s * 1e3, dnnl_s * 1e3,
+                        gemm_s * 1e3, flops / best / 1e9);
         }
     }
 }
@@ -95,16 +102,23 @@ void bench_attention(bool quick) {
     // Qwen3-0.6B: 16 query heads, 8 kv heads, head_dim 128, BF16 cache, block 16.
     std::printf("\n== paged attention (16 heads, 8 kv heads, d=128, BF16 cache) ==\n");
     int64_t heads = 16, kv_heads = 8, dim = 128, block = 16;
-    for (auto [batch, q_len, context] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-             {1, 1, 128}, {8, 1, 128}, {1, 1, 1024}, {8, 1, 1024}, {1, 1, 4096}, {1, 512, 512}, {1, 2048, 2048}}) {
+    for (auto [batch, q_len, context] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 1, 128},
+                                                                                           {8, 1, 128},
+                                                                                           {1, 1, 1024},
+                                                                                           {8, 1, 1024},
+                                                                                           {1, 1, 4096},
+                                                                                           {1, 512, 512},
+                                                                                           {1, 2048, 2048}}) {
         if (quick && q_len > 512) continue;
         int64_t blocks_per_seq = (context + block - 1) / block;
         int64_t num_blocks = batch * blocks_per_seq;
         // Huge-page-advised like the engine's KV arena (engine/kv_cache.cpp).
         const size_t elements = size_t(num_blocks * block * kv_heads * dim);
         const size_t bytes = (elements * 2 + (size_t(2) << 20) - 1) / (size_t(2) << 20) * (size_t(2) << 20);
-        std::unique_ptr<uint16_t, decltype(&std::free)> k(static_cast<uint16_t*>(std::aligned_alloc(size_t(2) << 20, bytes)), &std::free);
-        std::unique_ptr<uint16_t, decltype(&std::free)> v(static_cast<uint16_t*>(std::aligned_alloc(size_t(2) << 20, bytes)), &std::free);
+        std::unique_ptr<uint16_t, decltype(&std::free)> k(
+            static_cast<uint16_t*>(std::aligned_alloc(size_t(2) << 20, bytes)), &std::free);
+        std::unique_ptr<uint16_t, decltype(&std::free)> v(
+            static_cast<uint16_t*>(std::aligned_alloc(size_t(2) << 20, bytes)), &std::free);
         madvise(k.get(), bytes, MADV_HUGEPAGE);
         madvise(v.get(), bytes, MADV_HUGEPAGE);
         std::fill(k.get(), k.get() + elements, uint16_t(0x3c00));
@@ -118,8 +132,8 @@ void bench_attention(bool quick) {
         }
         std::vector<float> q(size_t(batch * q_len * heads * dim), 0.01f), out(q.size());
         double t = seconds_per_call([&] {
-            paged_attention(q.data(), heads * dim, batch, cu.data(), lens.data(), tables.data(), blocks_per_seq,
-                            cache, heads, 0.088f, out.data());
+            paged_attention(q.data(), heads * dim, batch, cu.data(), lens.data(), tables.data(),
+                            blocks_per_seq, cache, heads, 0.088f, out.data());
         });
         double kv_bytes = double(batch * context * kv_heads * dim * 2 * 2);
         std::printf("batch %2ld q_len %4ld context %4ld: %8.3f ms  (KV read %.1f GB/s)\n", long(batch),

@@ -33,7 +33,7 @@ lmrun::Result<lmrun::ModelConfig> build_config(const Flags& flags) {
     } else if (!flags.preset.empty()) {
         return lmrun::make_error("--preset: unknown preset '{}' (supported: qwen3-0.6b)", flags.preset);
     } else {
-        ModelArch arch = flags.arch == "llama" ? ModelArch::Llama
+        ModelArch arch = flags.arch == "llama"   ? ModelArch::Llama
                          : flags.arch == "qwen2" ? ModelArch::Qwen2
                                                  : ModelArch::Qwen3;
         config = lmrun::default_model_config(arch);
@@ -46,8 +46,8 @@ lmrun::Result<lmrun::ModelConfig> build_config(const Flags& flags) {
     set(config.hidden_size, flags.hidden);
     set(config.num_hidden_layers, flags.layers);
     set(config.num_attention_heads, flags.heads);
-    config.num_key_value_heads = flags.kv_heads.value_or(
-        flags.preset.empty() ? config.num_attention_heads : config.num_key_value_heads);
+    config.num_key_value_heads = flags.kv_heads.value_or(flags.preset.empty() ? config.num_attention_heads
+                                                                              : config.num_key_value_heads);
     if (flags.preset.empty() && config.num_attention_heads > 0)
         config.head_dim = config.hidden_size / config.num_attention_heads;
     set(config.head_dim, flags.head_dim);
@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
     Flags flags;
     app.add_option("--out", flags.out_dir, "output folder")->required();
     app.add_option("--preset", flags.preset, "qwen3-0.6b");
-    app.add_option("--arch", flags.arch, "qwen3 | qwen2 | llama")->check(CLI::IsMember({"qwen3", "qwen2", "llama"}));
+    app.add_option("--arch", flags.arch, "qwen3 | qwen2 | llama")
+        ->check(CLI::IsMember({"qwen3", "qwen2", "llama"}));
     app.add_option("--hidden", flags.hidden);
     app.add_option("--layers", flags.layers);
     app.add_option("--heads", flags.heads);
@@ -87,7 +88,9 @@ int main(int argc, char** argv) {
     }
     lmrun::RandomCheckpointOptions options;
     options.config = config.value();
-    options.dtype = flags.dtype == "f32" ? lmrun::DType::F32 : flags.dtype == "f16" ? lmrun::DType::F16 : lmrun::DType::BF16;
+    options.dtype = flags.dtype == "f32"   ? lmrun::DType::F32
+                    : flags.dtype == "f16" ? lmrun::DType::F16
+                                           : lmrun::DType::BF16;
     options.seed = flags.seed;
     options.std = flags.std;
     options.max_shard_bytes = flags.shard_mb * 1024 * 1024;

@@ -31,7 +31,8 @@ lmrun::Result<std::string> run(int argc, char** argv) {
     if (argc == 4) {
         LMRUN_ASSIGN_OR_RETURN(kwargs, read_json(argv[3]));
     }
-    LMRUN_ASSIGN_OR_RETURN(lmrun::ChatTemplate chat_template, lmrun::ChatTemplate::from_tokenizer_config(config, argv[1]));
+    LMRUN_ASSIGN_OR_RETURN(lmrun::ChatTemplate chat_template,
+                           lmrun::ChatTemplate::from_tokenizer_config(config, argv[1]));
     lmrun::ChatTemplateOptions options;
     std::string bos_token;
     std::string eos_token;

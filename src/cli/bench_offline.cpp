@@ -19,12 +19,11 @@ Result<OfflineResult> run_offline_workload(const EngineConfig& config, const Off
     LMRUN_ASSIGN_OR_RETURN(std::unique_ptr<LLMEngine> engine, LLMEngine::create(config));
     const int64_t vocab = engine->model_config().vocab_size;
     std::mt19937_64 rng(workload.seed);
-    auto uniform = [&](int64_t low, int64_t high) {
-        return low + int64_t(rng() % uint64_t(high - low + 1));
-    };
+    auto uniform = [&](int64_t low, int64_t high) { return low + int64_t(rng() % uint64_t(high - low + 1)); };
     OfflineResult result;
     for (int64_t i = 0; i < workload.num_requests; ++i) {
-        std::vector<int32_t> prompt(static_cast<size_t>(uniform(workload.min_prompt_len, workload.max_prompt_len)));
+        std::vector<int32_t> prompt(
+            static_cast<size_t>(uniform(workload.min_prompt_len, workload.max_prompt_len)));
         for (int32_t& id : prompt) id = int32_t(rng() % uint64_t(vocab));
         SamplingParams params;
         params.temperature = workload.temperature;

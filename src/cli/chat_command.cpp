@@ -15,8 +15,7 @@ namespace lmrun::cli {
 namespace {
 
 // For models that ship no chat template: the conversation as plain lines.
-constexpr const char* kPlainTemplate =
-    "{% for message in messages %}{{ message['content'] }}\n{% endfor %}";
+constexpr const char* kPlainTemplate = "{% for message in messages %}{{ message['content'] }}\n{% endfor %}";
 
 struct ChatArgs {
     EngineOptions engine;
@@ -60,7 +59,8 @@ Result<std::string> answer(LLM& llm, const nlohmann::json& messages, const ChatA
                                              [&](const CompletionDelta& delta) {
                                                  std::cout << delta.text << std::flush;
                                                  reply += delta.text;
-                                                 if (!delta.error_message.empty()) error = delta.error_message;
+                                                 if (!delta.error_message.empty())
+                                                     error = delta.error_message;
                                              }));
     while (engine.has_unfinished_requests()) engine.step();
     std::cout << "\n";
@@ -77,7 +77,8 @@ int run_chat(const ChatArgs& args) {
         return log_error("{}", installed.error().message), 2;
     }
     nlohmann::json messages = nlohmann::json::array();
-    if (!args.system_prompt.empty()) messages.push_back({{"role", "system"}, {"content", args.system_prompt}});
+    if (!args.system_prompt.empty())
+        messages.push_back({{"role", "system"}, {"content", args.system_prompt}});
     const size_t base_size = messages.size();
     std::cout << "lmrun chat: type a message; /reset clears the history, /exit quits." << std::endl;
     std::string line;
@@ -111,7 +112,8 @@ CommandRunner add_chat_command(CLI::App& app) {
     args->sampling.add_to(*command);
     command->add_option("--system", args->system_prompt, "System prompt");
     command->add_option("--chat-template", args->chat_template_file, "Jinja chat template file");
-    command->add_flag("--no-thinking", args->disable_thinking, "Pass enable_thinking=false to the template (Qwen3)");
+    command->add_flag("--no-thinking", args->disable_thinking,
+                      "Pass enable_thinking=false to the template (Qwen3)");
     return [args] { return run_chat(*args); };
 }
 

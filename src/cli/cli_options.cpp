@@ -13,7 +13,8 @@ void EngineOptions::add_to(CLI::App& app) {
     app.add_option("--max-num-batched-tokens", max_num_batched_tokens, "Tokens computed per step")
         ->capture_default_str();
     app.add_option("--max-model-len", max_model_len, "Context length (default: the model's)");
-    app.add_option("--kv-cache-memory", kv_cache_memory_gib, "KV cache size in GiB (default: a fraction of free RAM)");
+    app.add_option("--kv-cache-memory", kv_cache_memory_gib,
+                   "KV cache size in GiB (default: a fraction of free RAM)");
     app.add_option("--kv-cache-fraction", kv_cache_fraction, "Fraction of available RAM for the KV cache")
         ->capture_default_str();
     app.add_flag("--no-prefix-caching", no_prefix_caching, "Disable prefix caching");
@@ -42,7 +43,8 @@ EngineConfig EngineOptions::to_config() const {
 
 void SamplingOptions::add_to(CLI::App& app) {
     params.max_tokens = 128;
-    app.add_option("--max-tokens", params.max_tokens, "Maximum new tokens per completion")->capture_default_str();
+    app.add_option("--max-tokens", params.max_tokens, "Maximum new tokens per completion")
+        ->capture_default_str();
     app.add_option("--min-tokens", params.min_tokens, "Minimum new tokens before EOS/stop tokens may end it");
     app.add_option("--temperature", params.temperature, "0 = greedy")->capture_default_str();
     app.add_option("--top-k", params.top_k, "Keep the k most likely tokens (0 = off)");

@@ -40,12 +40,14 @@ Result<std::vector<Prompt>> read_prompts_file(const std::string& path) {
         } else if (record.contains("prompt_ids") && record["prompt_ids"].is_array()) {
             std::vector<int32_t> ids;
             for (const auto& id : record["prompt_ids"]) {
-                if (!id.is_number_integer()) return make_error("{}:{}: prompt_ids must be integers", path, line_number);
+                if (!id.is_number_integer())
+                    return make_error("{}:{}: prompt_ids must be integers", path, line_number);
                 ids.push_back(id.get<int32_t>());
             }
             prompts.push_back(Prompt::from_ids(std::move(ids)));
         } else {
-            return make_error("{}:{}: needs a \"prompt\" string or a \"prompt_ids\" array", path, line_number);
+            return make_error("{}:{}: needs a \"prompt\" string or a \"prompt_ids\" array", path,
+                              line_number);
         }
     }
     return prompts;
@@ -69,14 +71,15 @@ Result<std::vector<Prompt>> collect_prompts(const GenerateArgs& args) {
 void print_output(const RequestOutput& output, bool json_output, bool several) {
     for (const CompletionOutput& completion : output.outputs) {
         if (json_output) {
-            nlohmann::json record = {{"request_id", output.request_id},
-                                     {"index", completion.index},
-                                     {"text", completion.text},
-                                     {"token_ids", completion.token_ids},
-                                     {"finish_reason", finish_reason_name(completion.finish_reason)},
-                                     {"num_prompt_tokens", output.metrics.num_prompt_tokens},
-                                     {"time_to_first_token_s", output.metrics.first_token_time - output.metrics.arrival_time},
-                                     {"total_time_s", output.metrics.finished_time - output.metrics.arrival_time}};
+            nlohmann::json record = {
+                {"request_id", output.request_id},
+                {"index", completion.index},
+                {"text", completion.text},
+                {"token_ids", completion.token_ids},
+                {"finish_reason", finish_reason_name(completion.finish_reason)},
+                {"num_prompt_tokens", output.metrics.num_prompt_tokens},
+                {"time_to_first_token_s", output.metrics.first_token_time - output.metrics.arrival_time},
+                {"total_time_s", output.metrics.finished_time - output.metrics.arrival_time}};
             if (!completion.error_message.empty()) record["error"] = completion.error_message;
             std::cout << record.dump() << "\n";
             continue;
@@ -101,7 +104,8 @@ int run_generate(const GenerateArgs& args) {
     options.show_progress = !args.no_progress;
     auto outputs = llm.value()->generate(prompts.value(), params.value(), options);
     if (!outputs.ok()) return log_error("{}", outputs.error().message), 2;
-    for (const RequestOutput& output : outputs.value()) print_output(output, args.json_output, outputs->size() > 1);
+    for (const RequestOutput& output : outputs.value())
+        print_output(output, args.json_output, outputs->size() > 1);
     return 0;
 }
 
@@ -114,7 +118,8 @@ CommandRunner add_generate_command(CLI::App& app) {
     args->sampling.add_to(*command);
     command->add_option("--prompt", args->prompts, "Prompt text (repeatable)");
     command->add_option("--prompt-ids", args->prompt_ids, "Prompt as comma-separated token ids");
-    command->add_option("--prompts-file", args->prompts_file, "JSONL file: {\"prompt\": ...} or {\"prompt_ids\": [...]}");
+    command->add_option("--prompts-file", args->prompts_file,
+                        "JSONL file: {\"prompt\": ...} or {\"prompt_ids\": [...]}");
     command->add_flag("--json", args->json_output, "Print one JSON object per completion");
     command->add_flag("--no-progress", args->no_progress, "Hide the progress bar");
     return [args] { return run_generate(*args); };

@@ -46,8 +46,9 @@ Result<std::optional<ChatTemplate>> load_chat_template(const ServeArgs& args, co
         log_warn("no chat template: /v1/chat/completions answers 400 (pass --chat-template FILE)");
         return std::optional<ChatTemplate>();
     }
-    LMRUN_ASSIGN_OR_RETURN(ChatTemplate chat_template,
-                           ChatTemplate::from_tokenizer_config(tokenizer->tokenizer_config(), "tokenizer_config.json"));
+    LMRUN_ASSIGN_OR_RETURN(
+        ChatTemplate chat_template,
+        ChatTemplate::from_tokenizer_config(tokenizer->tokenizer_config(), "tokenizer_config.json"));
     return std::optional<ChatTemplate>(std::move(chat_template));
 }
 
@@ -78,7 +79,8 @@ int run_serve(ServeArgs& args) {
     auto chat_template = load_chat_template(args, engine.value()->tokenizer());
     if (!chat_template.ok()) return log_error("{}", chat_template.error().message), 2;
     server::ModelInfo info;
-    info.served_name = args.served_model_name.empty() ? default_model_name(args.engine.model) : args.served_model_name;
+    info.served_name =
+        args.served_model_name.empty() ? default_model_name(args.engine.model) : args.served_model_name;
     info.model_dir = args.engine.model;
     info.max_model_len = engine.value()->max_model_len();
     info.vocab_size = engine.value()->model_config().vocab_size;
@@ -92,10 +94,9 @@ int run_serve(ServeArgs& args) {
     if (!port.ok()) return log_error("{}", port.error().message), 1;
     async_engine.start();
     std::atomic<bool> serving{true};
-    std::thread signal_thread(
-        [&] { watch_signals(signals, serving, http, args.shutdown_timeout_seconds); });
-    log_info("serving {} (max_model_len {}) on http://{}:{}", info.served_name, info.max_model_len, args.http.host,
-             port.value());
+    std::thread signal_thread([&] { watch_signals(signals, serving, http, args.shutdown_timeout_seconds); });
+    log_info("serving {} (max_model_len {}) on http://{}:{}", info.served_name, info.max_model_len,
+             args.http.host, port.value());
     log_info("listening on http://{}:{}", args.http.host, port.value());
     http.serve();
     serving = false;
@@ -114,16 +115,23 @@ CommandRunner add_serve_command(CLI::App& app) {
     args->engine.add_to(*command);
     command->add_option("--host", args->http.host, "Address to listen on")->capture_default_str();
     command->add_option("--port", args->http.port, "Port (0 = any free port)")->capture_default_str();
-    command->add_option("--served-model-name", args->served_model_name, "Model name clients use (default: folder name)");
-    command->add_option("--api-key", args->http.api_key, "Require 'Authorization: Bearer KEY' on /v1 (or LMRUN_API_KEY)");
-    command->add_option("--max-queued-requests", args->max_queued_requests,
-                        "Sequences admitted beyond --max-num-seqs; more get 429")
+    command->add_option("--served-model-name", args->served_model_name,
+                        "Model name clients use (default: folder name)");
+    command->add_option("--api-key", args->http.api_key,
+                        "Require 'Authorization: Bearer KEY' on /v1 (or LMRUN_API_KEY)");
+    command
+        ->add_option("--max-queued-requests", args->max_queued_requests,
+                     "Sequences admitted beyond --max-num-seqs; more get 429")
         ->capture_default_str();
-    command->add_option("--http-threads", args->http.http_threads, "HTTP worker threads (concurrent connections)")
+    command
+        ->add_option("--http-threads", args->http.http_threads,
+                     "HTTP worker threads (concurrent connections)")
         ->capture_default_str();
-    command->add_option("--chat-template", args->chat_template_file, "Jinja chat template file (default: the tokenizer's)");
-    command->add_option("--shutdown-timeout", args->shutdown_timeout_seconds,
-                        "Seconds in-flight requests may take to finish on SIGINT/SIGTERM")
+    command->add_option("--chat-template", args->chat_template_file,
+                        "Jinja chat template file (default: the tokenizer's)");
+    command
+        ->add_option("--shutdown-timeout", args->shutdown_timeout_seconds,
+                     "Seconds in-flight requests may take to finish on SIGINT/SIGTERM")
         ->capture_default_str();
     return [args] { return run_serve(*args); };
 }

@@ -5,13 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define LMRUN_CHECK(cond, ...)                                                                   \
-    do {                                                                                         \
-        if (!(cond)) [[unlikely]] {                                                              \
-            std::fprintf(stderr, "lmrun: internal check failed at %s:%d: %s\n", __FILE__, __LINE__, \
-                         #cond);                                                                 \
-            std::fprintf(stderr, "  " __VA_ARGS__);                                              \
-            std::fprintf(stderr, "\n");                                                          \
-            std::abort();                                                                        \
-        }                                                                                        \
+#define LMRUN_CHECK(cond, ...)                                                                              \
+    do {                                                                                                    \
+        if (!(cond)) [[unlikely]] {                                                                         \
+            std::fprintf(stderr, "lmrun: internal check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+            std::fprintf(stderr, "  " __VA_ARGS__);                                                         \
+            std::fprintf(stderr, "\n");                                                                     \
+            std::abort();                                                                                   \
+        }                                                                                                   \
     } while (0)

@@ -74,10 +74,14 @@ Isa kernel_isa() {
 
 std::string isa_name(Isa isa) {
     switch (isa) {
-        case Isa::Avx2: return "avx2";
-        case Isa::Avx512: return "avx512";
-        case Isa::Avx512Bf16: return "avx512_bf16";
-        case Isa::AmxBf16: return "amx_bf16";
+        case Isa::Avx2:
+            return "avx2";
+        case Isa::Avx512:
+            return "avx512";
+        case Isa::Avx512Bf16:
+            return "avx512_bf16";
+        case Isa::AmxBf16:
+            return "amx_bf16";
     }
     return "?";
 }

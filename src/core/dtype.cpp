@@ -6,22 +6,32 @@ namespace lmrun {
 
 size_t dtype_size_bytes(DType dtype) {
     switch (dtype) {
-        case DType::F32: return 4;
-        case DType::BF16: return 2;
-        case DType::F16: return 2;
-        case DType::I32: return 4;
-        case DType::I64: return 8;
+        case DType::F32:
+            return 4;
+        case DType::BF16:
+            return 2;
+        case DType::F16:
+            return 2;
+        case DType::I32:
+            return 4;
+        case DType::I64:
+            return 8;
     }
     return 0;
 }
 
 std::string_view dtype_name(DType dtype) {
     switch (dtype) {
-        case DType::F32: return "F32";
-        case DType::BF16: return "BF16";
-        case DType::F16: return "F16";
-        case DType::I32: return "I32";
-        case DType::I64: return "I64";
+        case DType::F32:
+            return "F32";
+        case DType::BF16:
+            return "BF16";
+        case DType::F16:
+            return "F16";
+        case DType::I32:
+            return "I32";
+        case DType::I64:
+            return "I64";
     }
     return "?";
 }
@@ -88,7 +98,9 @@ uint16_t f32_to_f16(float value) {
 
 void convert_to_f32(const void* src, DType src_dtype, float* dst, size_t count) {
     switch (src_dtype) {
-        case DType::F32: std::memcpy(dst, src, count * sizeof(float)); return;
+        case DType::F32:
+            std::memcpy(dst, src, count * sizeof(float));
+            return;
         case DType::BF16: {
             const auto* in = static_cast<const uint16_t*>(src);
             for (size_t i = 0; i < count; ++i) dst[i] = bf16_to_f32(in[i]);
@@ -100,14 +112,17 @@ void convert_to_f32(const void* src, DType src_dtype, float* dst, size_t count) 
             return;
         }
         case DType::I32:
-        case DType::I64: break;
+        case DType::I64:
+            break;
     }
     LMRUN_CHECK(false, "convert_to_f32: %s is not a float type", dtype_name(src_dtype).data());
 }
 
 void convert_from_f32(const float* src, void* dst, DType dst_dtype, size_t count) {
     switch (dst_dtype) {
-        case DType::F32: std::memcpy(dst, src, count * sizeof(float)); return;
+        case DType::F32:
+            std::memcpy(dst, src, count * sizeof(float));
+            return;
         case DType::BF16: {
             auto* out = static_cast<uint16_t*>(dst);
             for (size_t i = 0; i < count; ++i) out[i] = f32_to_bf16(src[i]);
@@ -119,7 +134,8 @@ void convert_from_f32(const float* src, void* dst, DType dst_dtype, size_t count
             return;
         }
         case DType::I32:
-        case DType::I64: break;
+        case DType::I64:
+            break;
     }
     LMRUN_CHECK(false, "convert_from_f32: %s is not a float type", dtype_name(dst_dtype).data());
 }

@@ -24,14 +24,19 @@ std::atomic<LogLevel>& level_storage() {
 
 }  // namespace
 
-LogLevel log_level() { return level_storage().load(std::memory_order_relaxed); }
-void set_log_level(LogLevel level) { level_storage().store(level); }
+LogLevel log_level() {
+    return level_storage().load(std::memory_order_relaxed);
+}
+void set_log_level(LogLevel level) {
+    level_storage().store(level);
+}
 
 void log_line(LogLevel level, const std::string& message) {
     static std::mutex mutex;
-    const char* tag = level == LogLevel::Debug ? "DEBUG" : level == LogLevel::Info ? "INFO"
-                      : level == LogLevel::Warn  ? "WARN"
-                                                 : "ERROR";
+    const char* tag = level == LogLevel::Debug  ? "DEBUG"
+                      : level == LogLevel::Info ? "INFO"
+                      : level == LogLevel::Warn ? "WARN"
+                                                : "ERROR";
     std::lock_guard<std::mutex> lock(mutex);
     std::fprintf(stderr, "lmrun %s %s\n", tag, message.c_str());
 }

@@ -38,10 +38,16 @@ int64_t cgroup_usage_bytes() {
 
 }  // namespace
 
-int64_t resident_memory_bytes() { return read_kb_field("/proc/self/status", "VmRSS"); }
-int64_t peak_resident_memory_bytes() { return read_kb_field("/proc/self/status", "VmHWM"); }
+int64_t resident_memory_bytes() {
+    return read_kb_field("/proc/self/status", "VmRSS");
+}
+int64_t peak_resident_memory_bytes() {
+    return read_kb_field("/proc/self/status", "VmHWM");
+}
 
-void reset_peak_resident_memory() { std::ofstream("/proc/self/clear_refs") << "5"; }
+void reset_peak_resident_memory() {
+    std::ofstream("/proc/self/clear_refs") << "5";
+}
 
 int64_t available_memory_bytes() {
     int64_t available = read_kb_field("/proc/meminfo", "MemAvailable");

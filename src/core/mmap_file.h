@@ -11,7 +11,7 @@
 namespace lmrun {
 
 class MmapFile {
-public:
+  public:
     static Result<std::shared_ptr<MmapFile>> open(const std::string& path);
     ~MmapFile();
     MmapFile(const MmapFile&) = delete;
@@ -21,7 +21,7 @@ public:
     const unsigned char* data() const { return data_; }
     size_t size_bytes() const { return size_bytes_; }
 
-private:
+  private:
     MmapFile() = default;
     std::string path_;
     const unsigned char* data_ = nullptr;

@@ -18,6 +18,8 @@ void configure_threads(int requested) {
     omp_set_num_threads(threads);
 }
 
-int num_threads() { return omp_get_max_threads(); }
+int num_threads() {
+    return omp_get_max_threads();
+}
 
 }  // namespace lmrun

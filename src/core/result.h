@@ -22,7 +22,7 @@ Error make_error(fmt::format_string<Args...> format, Args&&... args) {
 
 template <typename T>
 class [[nodiscard]] Result {
-public:
+  public:
     Result(T value) : storage_(std::move(value)) {}
     Result(Error error) : storage_(std::move(error)) {}
 
@@ -38,13 +38,13 @@ public:
 
     const Error& error() const { return std::get<Error>(storage_); }
 
-private:
+  private:
     std::variant<T, Error> storage_;
 };
 
 template <>
 class [[nodiscard]] Result<void> {
-public:
+  public:
     Result() = default;
     Result(Error error) : error_(std::move(error)), ok_(false) {}
 
@@ -52,27 +52,30 @@ public:
     explicit operator bool() const { return ok_; }
     const Error& error() const { return error_; }
 
-private:
+  private:
     Error error_;
     bool ok_ = true;
 };
 
 using Status = Result<void>;
 
-inline Status ok_status() { return Status(); }
+inline Status ok_status() {
+    return Status();
+}
 
 }  // namespace lmrun
 
 // Propagates the error of a Result-returning expression; binds its value otherwise.
 #define LMRUN_CONCAT_INNER(a, b) a##b
 #define LMRUN_CONCAT(a, b) LMRUN_CONCAT_INNER(a, b)
-#define LMRUN_ASSIGN_OR_RETURN(lhs, expr) LMRUN_ASSIGN_OR_RETURN_IMPL(LMRUN_CONCAT(result_, __LINE__), lhs, expr)
+#define LMRUN_ASSIGN_OR_RETURN(lhs, expr) \
+    LMRUN_ASSIGN_OR_RETURN_IMPL(LMRUN_CONCAT(result_, __LINE__), lhs, expr)
 #define LMRUN_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
     auto tmp = (expr);                              \
     if (!tmp.ok()) return tmp.error();              \
     lhs = std::move(tmp).value()
-#define LMRUN_RETURN_IF_ERROR(expr)                        \
-    do {                                                   \
-        auto status_ = (expr);                             \
-        if (!status_.ok()) return status_.error();         \
+#define LMRUN_RETURN_IF_ERROR(expr)                \
+    do {                                           \
+        auto status_ = (expr);                     \
+        if (!status_.ok()) return status_.error(); \
     } while (0)

@@ -5,7 +5,9 @@
 
 namespace lmrun {
 
-void AlignedFree::operator()(void* pointer) const { std::free(pointer); }
+void AlignedFree::operator()(void* pointer) const {
+    std::free(pointer);
+}
 
 std::unique_ptr<void, AlignedFree> aligned_alloc_bytes(size_t size_bytes) {
     size_t rounded = (size_bytes + 63) / 64 * 64;

@@ -15,7 +15,7 @@
 namespace lmrun {
 
 class Tensor {
-public:
+  public:
     Tensor() = default;
 
     // Allocates an owned, zero-filled, 64-byte aligned buffer.
@@ -48,7 +48,7 @@ public:
     // The same bytes under another shape with the same element count.
     Tensor reshape(std::vector<int64_t> shape) const;
 
-private:
+  private:
     DType dtype_ = DType::F32;
     std::vector<int64_t> shape_;
     void* data_ = nullptr;

@@ -10,12 +10,12 @@ inline double now_seconds() {
 }
 
 class Stopwatch {
-public:
+  public:
     Stopwatch() : start_(now_seconds()) {}
     double elapsed_seconds() const { return now_seconds() - start_; }
     void reset() { start_ = now_seconds(); }
 
-private:
+  private:
     double start_;
 };
 

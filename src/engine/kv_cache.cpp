@@ -14,8 +14,8 @@ int64_t KvCacheShape::bytes_per_block() const {
 KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
     arena_bytes_ = size_t(shape.total_bytes());
     if (arena_bytes_ > 0) {
-        arena_ = mmap(nullptr, arena_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
-                      0);
+        arena_ = mmap(nullptr, arena_bytes_, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         LMRUN_CHECK(arena_ != MAP_FAILED, "cannot map a KV cache of %zu bytes", arena_bytes_);
         // Huge pages spare the attention kernels TLB misses; touching every page now keeps page
         // faults (the kernel zeroing fresh pages) out of the steps that first write a block.

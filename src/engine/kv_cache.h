@@ -24,7 +24,7 @@ struct KvCacheShape {
 };
 
 class KvCache {
-public:
+  public:
     explicit KvCache(const KvCacheShape& shape);
     ~KvCache();
     KvCache(const KvCache&) = delete;
@@ -33,7 +33,7 @@ public:
     const KvCacheShape& shape() const { return shape_; }
     const std::vector<kernels::KvCacheLayer>& layers() const { return layers_; }
 
-private:
+  private:
     KvCacheShape shape_;
     void* arena_ = nullptr;
     size_t arena_bytes_ = 0;

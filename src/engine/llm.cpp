@@ -9,8 +9,9 @@ Result<std::unique_ptr<LLM>> LLM::create(const EngineConfig& config) {
     LMRUN_ASSIGN_OR_RETURN(llm->engine_, LLMEngine::create(config));
     const Tokenizer* tokenizer = llm->engine_->tokenizer();
     if (tokenizer && tokenizer->tokenizer_config().contains("chat_template")) {
-        LMRUN_ASSIGN_OR_RETURN(ChatTemplate chat_template,
-                               ChatTemplate::from_tokenizer_config(tokenizer->tokenizer_config(), "tokenizer_config.json"));
+        LMRUN_ASSIGN_OR_RETURN(
+            ChatTemplate chat_template,
+            ChatTemplate::from_tokenizer_config(tokenizer->tokenizer_config(), "tokenizer_config.json"));
         llm->chat_template_ = std::move(chat_template);
     }
     return llm;
@@ -19,13 +20,17 @@ Result<std::unique_ptr<LLM>> LLM::create(const EngineConfig& config) {
 Result<std::vector<int32_t>> LLM::encode_prompt(const Prompt& prompt, bool add_special_tokens) const {
     if (!prompt.token_ids.empty()) return prompt.token_ids;
     const Tokenizer* tokenizer = engine_->tokenizer();
-    if (!tokenizer) return make_error("{}: the model has no tokenizer.json; give prompts as token ids", engine_->config().model_dir);
+    if (!tokenizer)
+        return make_error("{}: the model has no tokenizer.json; give prompts as token ids",
+                          engine_->config().model_dir);
     return tokenizer->encode(prompt.text, add_special_tokens);
 }
 
-Result<std::string> LLM::render_chat(const nlohmann::json& messages, const ChatTemplateOptions& options) const {
+Result<std::string> LLM::render_chat(const nlohmann::json& messages,
+                                     const ChatTemplateOptions& options) const {
     if (!chat_template_) {
-        return make_error("{}: the tokenizer has no chat_template; use plain prompts", engine_->config().model_dir);
+        return make_error("{}: the tokenizer has no chat_template; use plain prompts",
+                          engine_->config().model_dir);
     }
     const Tokenizer* tokenizer = engine_->tokenizer();
     auto token_string = [&](const char* key) {
@@ -39,7 +44,8 @@ Result<std::string> LLM::render_chat(const nlohmann::json& messages, const ChatT
     return chat_template_->apply(messages, options, token_string("bos_token"), token_string("eos_token"));
 }
 
-Result<std::vector<RequestOutput>> LLM::generate(const std::vector<Prompt>& prompts, const SamplingParams& params,
+Result<std::vector<RequestOutput>> LLM::generate(const std::vector<Prompt>& prompts,
+                                                 const SamplingParams& params,
                                                  const GenerateOptions& options) {
     return generate(prompts, std::vector<SamplingParams>(prompts.size(), params), options);
 }
@@ -51,7 +57,8 @@ Result<std::vector<RequestOutput>> LLM::generate(const std::vector<Prompt>& prom
     // Validate everything before queueing anything, so a bad prompt loses no work.
     std::vector<std::vector<int32_t>> encoded;
     for (size_t i = 0; i < prompts.size(); ++i) {
-        LMRUN_ASSIGN_OR_RETURN(std::vector<int32_t> ids, encode_prompt(prompts[i], options.add_special_tokens));
+        LMRUN_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
+                               encode_prompt(prompts[i], options.add_special_tokens));
         if (Status valid = params[i].validate(); !valid.ok()) {
             return make_error("prompt {}: {}", i, valid.error().message);
         }
@@ -73,7 +80,8 @@ Result<std::vector<RequestOutput>> LLM::generate(const std::vector<Prompt>& prom
         for (RequestOutput& output : engine_->step()) {
             size_t index = std::stoul(output.request_id.substr(prefix.size()));
             prompt_tokens += output.metrics.num_prompt_tokens;
-            for (const auto& completion : output.outputs) generation_tokens += int64_t(completion.token_ids.size());
+            for (const auto& completion : output.outputs)
+                generation_tokens += int64_t(completion.token_ids.size());
             outputs[index] = std::move(output);
             ++done;
         }
@@ -84,7 +92,8 @@ Result<std::vector<RequestOutput>> LLM::generate(const std::vector<Prompt>& prom
 }
 
 Result<std::vector<RequestOutput>> LLM::chat(const std::vector<nlohmann::json>& conversations,
-                                             const SamplingParams& params, const ChatTemplateOptions& template_options,
+                                             const SamplingParams& params,
+                                             const ChatTemplateOptions& template_options,
                                              const GenerateOptions& options) {
     std::vector<Prompt> prompts;
     for (const nlohmann::json& messages : conversations) {

@@ -18,7 +18,7 @@
 namespace lmrun {
 
 struct Prompt {
-    std::string text;                // used when token_ids is empty
+    std::string text;  // used when token_ids is empty
     std::vector<int32_t> token_ids;
     static Prompt from_text(std::string text) { return Prompt{std::move(text), {}}; }
     static Prompt from_ids(std::vector<int32_t> ids) { return Prompt{{}, std::move(ids)}; }
@@ -30,18 +30,20 @@ struct GenerateOptions {
 };
 
 class LLM {
-public:
+  public:
     static Result<std::unique_ptr<LLM>> create(const EngineConfig& config);
 
     // One SamplingParams for all prompts, or one per prompt.
-    Result<std::vector<RequestOutput>> generate(const std::vector<Prompt>& prompts, const SamplingParams& params,
+    Result<std::vector<RequestOutput>> generate(const std::vector<Prompt>& prompts,
+                                                const SamplingParams& params,
                                                 const GenerateOptions& options = {});
     Result<std::vector<RequestOutput>> generate(const std::vector<Prompt>& prompts,
                                                 const std::vector<SamplingParams>& params,
                                                 const GenerateOptions& options = {});
     // Conversations: arrays of {"role", "content"} messages.
     Result<std::vector<RequestOutput>> chat(const std::vector<nlohmann::json>& conversations,
-                                            const SamplingParams& params, const ChatTemplateOptions& template_options = {},
+                                            const SamplingParams& params,
+                                            const ChatTemplateOptions& template_options = {},
                                             const GenerateOptions& options = {});
 
     // Text → ids as generate() would do it.
@@ -55,7 +57,7 @@ public:
 
     LLMEngine& engine() { return *engine_; }
 
-private:
+  private:
     std::unique_ptr<LLMEngine> engine_;
     std::optional<ChatTemplate> chat_template_;
 };

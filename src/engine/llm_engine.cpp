@@ -9,14 +9,18 @@
 
 namespace lmrun {
 
-
 const char* finish_reason_name(FinishReason reason) {
     switch (reason) {
-        case FinishReason::None: return "";
-        case FinishReason::Stop: return "stop";
-        case FinishReason::Length: return "length";
-        case FinishReason::Abort: return "abort";
-        case FinishReason::Error: return "error";
+        case FinishReason::None:
+            return "";
+        case FinishReason::Stop:
+            return "stop";
+        case FinishReason::Length:
+            return "length";
+        case FinishReason::Abort:
+            return "abort";
+        case FinishReason::Error:
+            return "error";
     }
     return "";
 }
@@ -53,7 +57,8 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(const EngineConfig& config)
         return make_error("{}: no tokenizer.json", tokenizer_dir);
     }
     Stopwatch load_timer;
-    LMRUN_ASSIGN_OR_RETURN(std::unique_ptr<CausalLM> model, CausalLM::load(config.model_dir, model_config, dtype));
+    LMRUN_ASSIGN_OR_RETURN(std::unique_ptr<CausalLM> model,
+                           CausalLM::load(config.model_dir, model_config, dtype));
     log_info("loaded {} ({} layers, {:.1f} MiB of {} weights) in {:.2f} s", model_config.architecture,
              model_config.num_hidden_layers, double(model->weight_nbytes()) / (1 << 20), dtype_name(dtype),
              load_timer.elapsed_seconds());
@@ -65,7 +70,8 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(const EngineConfig& config)
         config.block_hash_fn ? config.block_hash_fn : &default_block_hash);
     engine->eos_token_ids_ = model_config.eos_token_ids;
     if (engine->tokenizer_ && engine->tokenizer_->eos_token_id() &&
-        std::count(engine->eos_token_ids_.begin(), engine->eos_token_ids_.end(), *engine->tokenizer_->eos_token_id()) == 0) {
+        std::count(engine->eos_token_ids_.begin(), engine->eos_token_ids_.end(),
+                   *engine->tokenizer_->eos_token_id()) == 0) {
         engine->eos_token_ids_.push_back(*engine->tokenizer_->eos_token_id());
     }
     SchedulerConfig scheduler_config;
@@ -73,22 +79,26 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(const EngineConfig& config)
     scheduler_config.max_num_batched_tokens = runner_config.max_num_batched_tokens;
     scheduler_config.max_model_len = runner_config.max_model_len;
     scheduler_config.enable_chunked_prefill = config.enable_chunked_prefill;
-    engine->scheduler_ = std::make_unique<Scheduler>(scheduler_config, *engine->block_manager_, engine->eos_token_ids_);
+    engine->scheduler_ =
+        std::make_unique<Scheduler>(scheduler_config, *engine->block_manager_, engine->eos_token_ids_);
     engine->runner_seqs_.reserve(size_t(runner_config.max_num_seqs));
     engine->sampled_ids_.reserve(size_t(runner_config.max_num_seqs));
     return engine;
 }
 
-Status LLMEngine::validate_request(const std::vector<int32_t>& prompt_ids, const SamplingParams& params) const {
+Status LLMEngine::validate_request(const std::vector<int32_t>& prompt_ids,
+                                   const SamplingParams& params) const {
     LMRUN_RETURN_IF_ERROR(params.validate());
     if (prompt_ids.empty()) return make_error("prompt must not be empty");
     const int64_t vocab = model_config().vocab_size;
     for (int32_t id : prompt_ids) {
-        if (id < 0 || id >= vocab) return make_error("prompt token id {} is outside the vocabulary [0, {})", id, vocab);
+        if (id < 0 || id >= vocab)
+            return make_error("prompt token id {} is outside the vocabulary [0, {})", id, vocab);
     }
     if (int64_t(prompt_ids.size()) >= max_model_len()) {
-        return make_error("prompt has {} tokens but the maximum context length is {} (prompt + at least 1 new token)",
-                          prompt_ids.size(), max_model_len());
+        return make_error(
+            "prompt has {} tokens but the maximum context length is {} (prompt + at least 1 new token)",
+            prompt_ids.size(), max_model_len());
     }
     return ok_status();
 }
@@ -111,11 +121,13 @@ Status LLMEngine::add_request(const std::string& request_id, std::vector<int32_t
         request->outputs[index].index = index;
     }
     // The first completion runs alone until its prompt is computed; the others then reuse its cached blocks.
-    auto seq = std::make_shared<Sequence>(next_seq_id_, request->prompt_ids, params, request->metrics.arrival_time);
+    auto seq =
+        std::make_shared<Sequence>(next_seq_id_, request->prompt_ids, params, request->metrics.arrival_time);
     LMRUN_RETURN_IF_ERROR(scheduler_->check_prompt(*seq));  // fits the KV cache and the step budget
     ++next_seq_id_;
     request->seqs.push_back(seq);
-    request->processors.push_back(std::make_unique<OutputProcessor>(tokenizer_.get(), params, request->prompt_ids));
+    request->processors.push_back(
+        std::make_unique<OutputProcessor>(tokenizer_.get(), params, request->prompt_ids));
     request_of_seq_[seq->seq_id] = request.get();
     scheduler_->add(seq);
     requests_[request_id] = std::move(request);
@@ -134,7 +146,9 @@ void LLMEngine::add_children(Request& request) {
     }
 }
 
-bool LLMEngine::has_unfinished_requests() const { return !requests_.empty(); }
+bool LLMEngine::has_unfinished_requests() const {
+    return !requests_.empty();
+}
 
 EngineStats LLMEngine::stats() const {
     EngineStats stats = stats_;

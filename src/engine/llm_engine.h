@@ -23,13 +23,13 @@ namespace lmrun {
 
 struct EngineConfig {
     std::string model_dir;
-    std::string tokenizer_dir;         // empty: the model folder (no tokenizer there = token ids only)
-    std::string dtype = "auto";        // auto (checkpoint's), float32, bfloat16
-    ModelRunnerConfig runner;          // max_num_seqs, max_num_batched_tokens, max_model_len, block size, KV budget
+    std::string tokenizer_dir;   // empty: the model folder (no tokenizer there = token ids only)
+    std::string dtype = "auto";  // auto (checkpoint's), float32, bfloat16
+    ModelRunnerConfig runner;    // max_num_seqs, max_num_batched_tokens, max_model_len, block size, KV budget
     bool enable_prefix_caching = true;
     bool enable_chunked_prefill = true;
-    int num_threads = 0;               // 0 = one per core
-    uint64_t seed = 0;                 // seeds requests that bring no seed of their own
+    int num_threads = 0;                  // 0 = one per core
+    uint64_t seed = 0;                    // seeds requests that bring no seed of their own
     BlockHashFn block_hash_fn = nullptr;  // tests only: replace the prefix-cache hash (nullptr = xxhash)
 };
 
@@ -48,13 +48,13 @@ struct EngineStats {
 };
 
 class LLMEngine {
-public:
+  public:
     static Result<std::unique_ptr<LLMEngine>> create(const EngineConfig& config);
     ~LLMEngine();
 
     // Validates and queues a request. on_delta (optional) is called from step() with new text/tokens.
-    Status add_request(const std::string& request_id, std::vector<int32_t> prompt_ids, const SamplingParams& params,
-                       DeltaCallback on_delta = {});
+    Status add_request(const std::string& request_id, std::vector<int32_t> prompt_ids,
+                       const SamplingParams& params, DeltaCallback on_delta = {});
     // Ends a request now (client gone); its blocks are freed at once.
     bool abort_request(const std::string& request_id);
     // Runs one step. Returns the requests that finished in it.
@@ -71,7 +71,7 @@ public:
     EngineStats stats() const;
     int64_t max_model_len() const { return runner_->config().max_model_len; }
 
-private:
+  private:
     // A request and its n completions; children (index > 0) join once the prompt ran.
     struct Request {
         std::string id;

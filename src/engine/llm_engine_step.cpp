@@ -49,7 +49,8 @@ void LLMEngine::fill_runner_sequences(const SchedulerOutput& output) {
         std::vector<int32_t>& suppressed = suppressed_ids_[i];
         suppressed.clear();
         if (seq.num_completion_tokens() < params.min_tokens) {
-            if (!params.ignore_eos) suppressed.insert(suppressed.end(), eos_token_ids_.begin(), eos_token_ids_.end());
+            if (!params.ignore_eos)
+                suppressed.insert(suppressed.end(), eos_token_ids_.begin(), eos_token_ids_.end());
             suppressed.insert(suppressed.end(), params.stop_token_ids.begin(), params.stop_token_ids.end());
         }
         sampling.suppressed_ids = suppressed;
@@ -63,7 +64,8 @@ TokenLogprob to_token_logprob(const SampleResult& result) {
     TokenLogprob logprob;
     logprob.token_id = result.token_id;
     logprob.logprob = result.logprob;
-    for (int32_t i = 0; i < result.num_top; ++i) logprob.top.emplace_back(result.top_ids[i], result.top_logprobs[i]);
+    for (int32_t i = 0; i < result.num_top; ++i)
+        logprob.top.emplace_back(result.top_ids[i], result.top_logprobs[i]);
     return logprob;
 }
 
@@ -123,11 +125,13 @@ void LLMEngine::process_finished(Sequence& seq, std::vector<RequestOutput>& fini
     completion.text = processor.text();
     completion.finish_reason = seq.finish_reason;
     completion.error_message = seq.error_message;
-    if (seq.finish_reason == FinishReason::Stop && completion.stop_reason.empty() && !completion.token_ids.empty()) {
+    if (seq.finish_reason == FinishReason::Stop && completion.stop_reason.empty() &&
+        !completion.token_ids.empty()) {
         completion.stop_reason = std::to_string(completion.token_ids.back());
     }
     // A failure before the first token never reaches process_sampled: report it here.
-    if (request.on_delta && (seq.finish_reason == FinishReason::Error || seq.finish_reason == FinishReason::Abort)) {
+    if (request.on_delta &&
+        (seq.finish_reason == FinishReason::Error || seq.finish_reason == FinishReason::Abort)) {
         CompletionDelta delta;
         delta.request_id = request.id;
         delta.index = int32_t(index);

@@ -45,8 +45,9 @@ ModelRunner::ModelRunner(std::unique_ptr<CausalLM> model, const ModelRunnerConfi
     : model_(std::move(model)),
       config_(config),
       max_blocks_per_seq_((config.max_model_len + config.block_size - 1) / config.block_size),
-      buffers_(model_->config(), std::max(config.max_num_batched_tokens, config.max_num_seqs), config.max_num_seqs,
-               model_->num_heads_local(), model_->num_kv_heads_local(), model_->intermediate_local()),
+      buffers_(model_->config(), std::max(config.max_num_batched_tokens, config.max_num_seqs),
+               config.max_num_seqs, model_->num_heads_local(), model_->num_kv_heads_local(),
+               model_->intermediate_local()),
       sampler_(model_->config().vocab_size, config.max_num_seqs),
       prefill_inputs_(std::max(config.max_num_batched_tokens, config.max_num_seqs), config.max_num_seqs,
                       max_blocks_per_seq_),
@@ -65,8 +66,8 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<CausalL
     const ModelConfig& model_config = model->config();
     if (config.max_model_len <= 0) config.max_model_len = model_config.max_position_embeddings;
     if (config.max_model_len > model_config.max_position_embeddings) {
-        return make_error("max_model_len {} exceeds the model's max_position_embeddings {}", config.max_model_len,
-                          model_config.max_position_embeddings);
+        return make_error("max_model_len {} exceeds the model's max_position_embeddings {}",
+                          config.max_model_len, model_config.max_position_embeddings);
     }
     if (config.block_size <= 0 || config.max_num_seqs <= 0 || config.max_num_batched_tokens <= 0) {
         return make_error("block_size, max_num_seqs and max_num_batched_tokens must be positive");
@@ -89,11 +90,13 @@ ForwardContext ModelRunner::prepare_prefill(std::span<const RunnerSequence> seqs
         const RunnerSequence& seq = seqs[s];
         const int64_t context_len = seq.num_computed_tokens + seq.num_new_tokens;
         LMRUN_CHECK(context_len <= int64_t(seq.block_table.size()) * block_size, "block table too short");
-        LMRUN_CHECK(int64_t(seq.block_table.size()) <= max_blocks_per_seq_, "sequence longer than max_model_len");
+        LMRUN_CHECK(int64_t(seq.block_table.size()) <= max_blocks_per_seq_,
+                    "sequence longer than max_model_len");
         for (int64_t position = seq.num_computed_tokens; position < context_len; ++position, ++token) {
             inputs.input_ids[token] = seq.token_ids[position];
             inputs.positions[token] = int32_t(position);
-            inputs.slot_mapping[token] = seq.block_table[position / block_size] * block_size + position % block_size;
+            inputs.slot_mapping[token] =
+                seq.block_table[position / block_size] * block_size + position % block_size;
         }
         inputs.cu_seqlens_q[s + 1] = int32_t(token);
         inputs.cu_seqlens_k[s + 1] = int32_t(inputs.cu_seqlens_k[s] + context_len);
@@ -173,13 +176,15 @@ std::span<const SampleResult> ModelRunner::run(std::span<const RunnerSequence> s
         ScopedOp scope(Op::PrepareInputs);
         return prepare_prefill(seqs, prefill_inputs_);
     }();
-    LMRUN_CHECK(context.num_tokens <= buffers_.max_num_tokens, "step has more tokens than max_num_batched_tokens");
+    LMRUN_CHECK(context.num_tokens <= buffers_.max_num_tokens,
+                "step has more tokens than max_num_batched_tokens");
     int64_t num_sampled = std::count_if(seqs.begin(), seqs.end(), [](const auto& seq) { return seq.sample; });
     return compute_and_sample(context, *kv_cache_, seqs,
                               std::span<const int32_t>(prefill_inputs_.logit_rows.data(), num_sampled));
 }
 
-std::span<const SampleResult> ModelRunner::compute_and_sample(const ForwardContext& context, const KvCache& cache,
+std::span<const SampleResult> ModelRunner::compute_and_sample(const ForwardContext& context,
+                                                              const KvCache& cache,
                                                               std::span<const RunnerSequence> seqs,
                                                               std::span<const int32_t> logit_rows) {
     model_->forward(context, cache.layers(), buffers_);
@@ -205,7 +210,8 @@ std::span<const SampleResult> ModelRunner::compute_and_sample(const ForwardConte
 
 namespace lmrun {
 
-std::span<const float> ModelRunner::compute_logits_at(const RunnerSequence& seq, std::span<const int32_t> rows) {
+std::span<const float> ModelRunner::compute_logits_at(const RunnerSequence& seq,
+                                                      std::span<const int32_t> rows) {
     LMRUN_CHECK(int64_t(rows.size()) <= config_.max_num_seqs, "too many logit rows");
     ForwardContext context = prepare_prefill(std::span(&seq, 1), prefill_inputs_);
     model_->forward(context, kv_cache_->layers(), buffers_);

@@ -23,11 +23,11 @@ namespace lmrun {
 struct ModelRunnerConfig {
     int64_t max_num_seqs = 64;
     int64_t max_num_batched_tokens = 2048;
-    int64_t max_model_len = 0;               // 0 = the model's max_position_embeddings
+    int64_t max_model_len = 0;  // 0 = the model's max_position_embeddings
     int64_t block_size = 256;
-    int64_t kv_cache_memory_bytes = 0;       // > 0: exact KV budget
-    double kv_cache_memory_fraction = 0.4;   // else: this fraction of available RAM after warm-up
-    bool use_decode_plans = true;            // false: run decode steps like prefill (for comparison tests)
+    int64_t kv_cache_memory_bytes = 0;      // > 0: exact KV budget
+    double kv_cache_memory_fraction = 0.4;  // else: this fraction of available RAM after warm-up
+    bool use_decode_plans = true;           // false: run decode steps like prefill (for comparison tests)
 };
 
 // One sequence of a step, as the runner needs it.
@@ -54,7 +54,7 @@ struct DecodePlan {
 };
 
 class ModelRunner {
-public:
+  public:
     static Result<std::unique_ptr<ModelRunner>> create(std::unique_ptr<CausalLM> model,
                                                        const ModelRunnerConfig& config);
 
@@ -79,7 +79,7 @@ public:
     int64_t activation_bytes() const { return activation_bytes_; }
     static std::vector<int64_t> decode_buckets(int64_t max_num_seqs);
 
-private:
+  private:
     ModelRunner(std::unique_ptr<CausalLM> model, const ModelRunnerConfig& config);
     Status allocate_kv_cache();
     void warm_up(const KvCache& cache);

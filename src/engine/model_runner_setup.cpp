@@ -25,12 +25,13 @@ void ModelRunner::warm_up(const KvCache& cache) {
     // Every decode bucket, with its padding shape, so each GEMM shape is prepared once here.
     // Nothing is stored (slot -1) and every sequence reads block 0.
     for (DecodePlan& plan : decode_plans_) {
-        std::vector<RunnerSequence> seqs(size_t(plan.batch_size), RunnerSequence{token_ids, block_table, 0, 1, true, {}});
+        std::vector<RunnerSequence> seqs(size_t(plan.batch_size),
+                                         RunnerSequence{token_ids, block_table, 0, 1, true, {}});
         ForwardContext decode = prepare_decode(seqs, plan);
         std::fill(plan.inputs.slot_mapping.begin(), plan.inputs.slot_mapping.end(), -1);
         model_->forward(decode, cache.layers(), buffers_);
-        model_->compute_logits(std::span<const int32_t>(plan.inputs.logit_rows.data(), plan.batch_size), buffers_,
-                               decode.linear_path);
+        model_->compute_logits(std::span<const int32_t>(plan.inputs.logit_rows.data(), plan.batch_size),
+                               buffers_, decode.linear_path);
     }
 }
 
@@ -47,13 +48,14 @@ Status ModelRunner::allocate_kv_cache() {
     const int64_t rss_before = resident_memory_bytes();
     {
         KvCacheShape warmup_shape = shape;
-        warmup_shape.num_blocks = std::min(config_.max_num_batched_tokens, config_.max_model_len) /
-                                      config_.block_size + 2;
+        warmup_shape.num_blocks =
+            std::min(config_.max_num_batched_tokens, config_.max_model_len) / config_.block_size + 2;
         KvCache warmup_cache(warmup_shape);
         warm_up(warmup_cache);
     }
     // Buffers were filled at construction; the warm-up adds what the kernels allocate for themselves.
-    activation_bytes_ = int64_t(buffers_.nbytes()) + std::max<int64_t>(0, peak_resident_memory_bytes() - rss_before);
+    activation_bytes_ =
+        int64_t(buffers_.nbytes()) + std::max<int64_t>(0, peak_resident_memory_bytes() - rss_before);
 
     const int64_t bytes_per_block = shape.bytes_per_block();
     int64_t budget = config_.kv_cache_memory_bytes;
@@ -62,14 +64,16 @@ Status ModelRunner::allocate_kv_cache() {
     const int64_t useful_blocks = config_.max_num_seqs * max_blocks_per_seq_;
     shape.num_blocks = std::min(budget / bytes_per_block, useful_blocks);
     if (shape.num_blocks < 1) {
-        return make_error("KV cache budget of {} bytes is smaller than one block ({} bytes of {} tokens)", budget,
-                          bytes_per_block, config_.block_size);
+        return make_error("KV cache budget of {} bytes is smaller than one block ({} bytes of {} tokens)",
+                          budget, bytes_per_block, config_.block_size);
     }
     kv_cache_ = std::make_unique<KvCache>(shape);
-    log_info("KV cache: {} blocks x {} tokens = {} tokens, {:.1f} MiB ({}, budget {:.1f} MiB); activations {:.1f} MiB",
-             shape.num_blocks, shape.block_size, shape.num_blocks * shape.block_size,
-             double(shape.total_bytes()) / (1 << 20), dtype_name(shape.dtype), double(budget) / (1 << 20),
-             double(activation_bytes_) / (1 << 20));
+    log_info(
+        "KV cache: {} blocks x {} tokens = {} tokens, {:.1f} MiB ({}, budget {:.1f} MiB); activations {:.1f} "
+        "MiB",
+        shape.num_blocks, shape.block_size, shape.num_blocks * shape.block_size,
+        double(shape.total_bytes()) / (1 << 20), dtype_name(shape.dtype), double(budget) / (1 << 20),
+        double(activation_bytes_) / (1 << 20));
     return ok_status();
 }
 

@@ -15,9 +15,10 @@
 namespace lmrun {
 
 class OutputProcessor {
-public:
+  public:
     // tokenizer may be null (token-id-only models): text stays empty.
-    OutputProcessor(const Tokenizer* tokenizer, const SamplingParams& params, std::span<const int32_t> prompt_ids);
+    OutputProcessor(const Tokenizer* tokenizer, const SamplingParams& params,
+                    std::span<const int32_t> prompt_ids);
 
     // Adds a sampled token. Returns true if a stop string matched: the text is cut before it.
     bool add_token(int32_t token_id);
@@ -29,7 +30,7 @@ public:
     const std::string& text() const { return text_; }
     const std::string& matched_stop() const { return matched_stop_; }
 
-private:
+  private:
     size_t safe_emit_end() const;
 
     const Tokenizer* tokenizer_;

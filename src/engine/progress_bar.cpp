@@ -11,7 +11,10 @@
 namespace lmrun {
 
 ProgressBar::ProgressBar(std::string label, int64_t total, bool enabled)
-    : label_(std::move(label)), total_(total), enabled_(enabled), is_terminal_(isatty(STDERR_FILENO)),
+    : label_(std::move(label)),
+      total_(total),
+      enabled_(enabled),
+      is_terminal_(isatty(STDERR_FILENO)),
       start_time_(now_seconds()) {}
 
 void ProgressBar::update(int64_t done, int64_t prompt_tokens, int64_t generation_tokens) {
@@ -45,10 +48,10 @@ void ProgressBar::draw(bool final_line) {
     bar.append(size_t(kWidth - filled), ' ');
     double remaining = done_ > 0 ? elapsed / double(done_) * double(total_ - done_) : 0;
     double safe_elapsed = elapsed > 1e-9 ? elapsed : 1e-9;
-    std::string line = fmt::format("{}: {:3.0f}%|{}| {}/{} [{}<{}, input: {:.1f} toks/s, output: {:.1f} toks/s]",
-                                   label_, fraction * 100, bar, done_, total_, clock_text(elapsed),
-                                   clock_text(remaining), double(prompt_tokens_) / safe_elapsed,
-                                   double(generation_tokens_) / safe_elapsed);
+    std::string line =
+        fmt::format("{}: {:3.0f}%|{}| {}/{} [{}<{}, input: {:.1f} toks/s, output: {:.1f} toks/s]", label_,
+                    fraction * 100, bar, done_, total_, clock_text(elapsed), clock_text(remaining),
+                    double(prompt_tokens_) / safe_elapsed, double(generation_tokens_) / safe_elapsed);
     std::fprintf(stderr, "%s%s%s", is_terminal_ ? "\r" : "", line.c_str(), final_line ? "\n" : "");
     std::fflush(stderr);
 }

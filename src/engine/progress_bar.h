@@ -10,12 +10,12 @@
 namespace lmrun {
 
 class ProgressBar {
-public:
+  public:
     ProgressBar(std::string label, int64_t total, bool enabled = true);
     void update(int64_t done, int64_t prompt_tokens, int64_t generation_tokens);
     void finish();
 
-private:
+  private:
     void draw(bool final_line);
 
     std::string label_;

@@ -24,7 +24,7 @@ struct CompletionOutput {
     std::vector<int32_t> token_ids;
     std::vector<TokenLogprob> logprobs;  // one per token when logprobs were requested
     FinishReason finish_reason = FinishReason::None;
-    std::string stop_reason;             // the stop string or token that ended it, if any
+    std::string stop_reason;  // the stop string or token that ended it, if any
     std::string error_message;
 };
 

@@ -75,14 +75,17 @@ void Sampler::sample_row(float* logits, const SamplingInputs& inputs, int64_t ro
 }
 
 // Saves the raw row (for the sampled token's logprob) and the top-N raw logits.
-void Sampler::fill_logprobs(const float* raw_logits, const SamplingInputs& inputs, int64_t row, SampleResult& out) {
+void Sampler::fill_logprobs(const float* raw_logits, const SamplingInputs& inputs, int64_t row,
+                            SampleResult& out) {
     float* saved = candidate_probs_.data() + row * vocab_size_;
     std::copy_n(raw_logits, vocab_size_, saved);
     int32_t wanted = std::min<int32_t>(inputs.num_logprobs, kMaxLogprobs);
     if (wanted <= 0) return;
     int32_t* ids = candidate_ids_.data() + row * vocab_size_;
     for (int64_t i = 0; i < vocab_size_; ++i) ids[i] = int32_t(i);
-    auto by_logit = [&](int32_t a, int32_t b) { return saved[a] > saved[b] || (saved[a] == saved[b] && a < b); };
+    auto by_logit = [&](int32_t a, int32_t b) {
+        return saved[a] > saved[b] || (saved[a] == saved[b] && a < b);
+    };
     std::partial_sort(ids, ids + wanted, ids + vocab_size_, by_logit);
     out.num_top = wanted;
     for (int32_t i = 0; i < wanted; ++i) {
@@ -128,7 +131,9 @@ int32_t Sampler::sample_filtered(float* logits, const SamplingInputs& inputs, in
     int32_t* ids = candidate_ids_.data() + row * vocab_size_;
     int64_t count = vocab_size_;
     for (int64_t i = 0; i < vocab_size_; ++i) ids[i] = int32_t(i);
-    auto by_prob = [&](int32_t a, int32_t b) { return probs[a] > probs[b] || (probs[a] == probs[b] && a < b); };
+    auto by_prob = [&](int32_t a, int32_t b) {
+        return probs[a] > probs[b] || (probs[a] == probs[b] && a < b);
+    };
 
     bool filtered = inputs.top_k > 0 || inputs.top_p < 1.0f || inputs.min_p > 0.0f;
     if (filtered) {

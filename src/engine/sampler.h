@@ -21,11 +21,11 @@ struct SamplingInputs {
     float presence_penalty = 0.0f;
     float frequency_penalty = 0.0f;
     uint64_t seed = 0;
-    int64_t step = 0;                          // RNG counter: the sequence's token count when sampling
-    std::span<const int32_t> prompt_ids;       // repetition penalty looks at prompt + output
-    std::span<const int32_t> output_ids;       // presence / frequency penalties look at output only
-    std::span<const int32_t> suppressed_ids;   // ids that must not be sampled (eos before min_tokens)
-    int32_t num_logprobs = -1;                 // < 0: no logprobs; else top-N alternatives (N <= 20)
+    int64_t step = 0;                         // RNG counter: the sequence's token count when sampling
+    std::span<const int32_t> prompt_ids;      // repetition penalty looks at prompt + output
+    std::span<const int32_t> output_ids;      // presence / frequency penalties look at output only
+    std::span<const int32_t> suppressed_ids;  // ids that must not be sampled (eos before min_tokens)
+    int32_t num_logprobs = -1;                // < 0: no logprobs; else top-N alternatives (N <= 20)
 };
 
 constexpr int kMaxLogprobs = 20;
@@ -39,7 +39,7 @@ struct SampleResult {
 };
 
 class Sampler {
-public:
+  public:
     // Scratch for `max_rows` rows of `vocab_size` is allocated here, never per call.
     Sampler(int64_t vocab_size, int64_t max_rows);
     // logits: [rows, vocab] (modified in place). out.size() == inputs.size() == rows.
@@ -48,7 +48,7 @@ public:
     // A uniform double in [0, 1) from (seed, step): splitmix64 of both.
     static double uniform(uint64_t seed, int64_t step);
 
-private:
+  private:
     void sample_row(float* logits, const SamplingInputs& inputs, int64_t row, SampleResult& out);
     void apply_penalties(float* logits, const SamplingInputs& inputs, int64_t row);
     void fill_logprobs(const float* raw_logits, const SamplingInputs& inputs, int64_t row, SampleResult& out);
@@ -56,9 +56,9 @@ private:
 
     int64_t vocab_size_;
     int64_t max_rows_;
-    std::vector<int32_t> candidate_ids_;   // [max_rows, vocab]
-    std::vector<float> candidate_probs_;   // [max_rows, vocab]
-    std::vector<uint8_t> seen_;            // [max_rows, vocab]: presence-penalty marks
+    std::vector<int32_t> candidate_ids_;  // [max_rows, vocab]
+    std::vector<float> candidate_probs_;  // [max_rows, vocab]
+    std::vector<uint8_t> seen_;           // [max_rows, vocab]: presence-penalty marks
 };
 
 }  // namespace lmrun

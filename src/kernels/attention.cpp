@@ -29,8 +29,7 @@ float* partial_buffer(int64_t num_floats) {
 
 // tile_starts[s] = index of sequence s's first query tile; tile_starts[num_seqs] = total tiles.
 // Grown once per thread, like the scratch.
-const std::vector<int64_t>& plan_tiles(const AttentionArgs& a, int64_t num_seqs,
-                                       int64_t tokens_per_tile) {
+const std::vector<int64_t>& plan_tiles(const AttentionArgs& a, int64_t num_seqs, int64_t tokens_per_tile) {
     thread_local std::vector<int64_t> tile_starts;
     if (int64_t(tile_starts.size()) < num_seqs + 1) tile_starts.resize(size_t(num_seqs + 1));
     tile_starts[0] = 0;
@@ -78,8 +77,7 @@ int64_t choose_key_splits(const AttentionArgs& a, int64_t num_seqs, int64_t num_
 }
 
 // Combines the splits' (o, m, l) of one tile: out = Σ o_s e^(m_s - M) / Σ l_s e^(m_s - M).
-void merge_splits(const AttentionArgs& a, const AttentionTile& tile, const float* partials,
-                  int64_t splits) {
+void merge_splits(const AttentionArgs& a, const AttentionTile& tile, const float* partials, int64_t splits) {
     const int64_t head_dim = a.cache.head_dim;
     const int64_t group = a.num_heads / a.cache.num_kv_heads;
     const int64_t rows_per_token = group * tile.kv_head_count;
@@ -127,25 +125,27 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
     const bool all_decode = tile_starts[num_seqs] == num_seqs &&
                             std::all_of(a.cu_seqlens_q, a.cu_seqlens_q + num_seqs,
                                         [&](const int32_t& begin) { return (&begin)[1] - begin == 1; });
-    const int64_t max_context = num_seqs > 0 ? *std::max_element(a.context_lens, a.context_lens + num_seqs) : 0;
+    const int64_t max_context =
+        num_seqs > 0 ? *std::max_element(a.context_lens, a.context_lens + num_seqs) : 0;
     const bool enough_items = num_seqs >= 2 * num_threads() || max_context >= 2 * kMinKeysPerSplit;
     const bool whole_sequences = avx512 && all_decode && a.num_heads <= kTileRows && enough_items;
     const int64_t heads_per_item = whole_sequences ? cache.num_kv_heads : 1;
     const int64_t kv_items = cache.num_kv_heads / heads_per_item;
     const int64_t num_items = tile_starts[num_seqs] * kv_items;
     const int64_t splits = choose_key_splits(a, num_seqs, num_items);
-    float* partials = splits > 1 ? partial_buffer(num_items * splits * attention_partial_floats(cache.head_dim))
-                                 : nullptr;
+    float* partials =
+        splits > 1 ? partial_buffer(num_items * splits * attention_partial_floats(cache.head_dim)) : nullptr;
     int64_t scratch_floats = attention_scratch_floats(cache.head_dim);
     if (avx512) {
-        scratch_floats = std::max(scratch_floats, attention_decode_scratch_floats(
-                                                      cache.head_dim, heads_per_item * group, heads_per_item));
+        scratch_floats =
+            std::max(scratch_floats,
+                     attention_decode_scratch_floats(cache.head_dim, heads_per_item * group, heads_per_item));
         scratch_floats = std::max(scratch_floats, attention_prefill_bf16_scratch_floats(cache.head_dim));
     }
     auto tile_of = [&](int64_t item) {
         int64_t tile_index = item / kv_items;
-        int64_t seq = std::upper_bound(tile_starts.begin(), tile_starts.begin() + num_seqs + 1,
-                                       tile_index) - tile_starts.begin() - 1;
+        int64_t seq = std::upper_bound(tile_starts.begin(), tile_starts.begin() + num_seqs + 1, tile_index) -
+                      tile_starts.begin() - 1;
         int64_t q_len = a.cu_seqlens_q[seq + 1] - a.cu_seqlens_q[seq];
         int64_t token_begin = (tile_index - tile_starts[seq]) * tokens_per_tile;
         AttentionTile tile{seq, (item % kv_items) * heads_per_item, token_begin,
@@ -188,12 +188,11 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
     }
 }
 
-void paged_attention(const float* q, int64_t q_token_stride, int64_t num_seqs,
-                     const int32_t* cu_seqlens_q, const int32_t* context_lens,
-                     const int32_t* block_tables, int64_t max_blocks_per_seq,
+void paged_attention(const float* q, int64_t q_token_stride, int64_t num_seqs, const int32_t* cu_seqlens_q,
+                     const int32_t* context_lens, const int32_t* block_tables, int64_t max_blocks_per_seq,
                      const KvCacheLayer& cache, int64_t num_heads, float scale, float* out) {
-    AttentionArgs args{q, q_token_stride, cu_seqlens_q, context_lens, block_tables,
-                       max_blocks_per_seq, cache, num_heads, scale, out};
+    AttentionArgs args{q,     q_token_stride, cu_seqlens_q, context_lens, block_tables, max_blocks_per_seq,
+                       cache, num_heads,      scale,        out};
     paged_attention_for_isa(kernel_isa(), args, num_seqs);
 }
 

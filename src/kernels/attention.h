@@ -34,15 +34,13 @@ void store_kvcache(const float* k, const float* v, int64_t token_stride, int64_t
 // Work is split over threads by (sequence, kv head, query tile) and, when that gives fewer items
 // than 2x threads (decode of few sequences), also by key range (split-K, merged afterwards).
 // No heap allocation after the first calls (per-thread scratch is grown once).
-void paged_attention(const float* q, int64_t q_token_stride, int64_t num_seqs,
-                     const int32_t* cu_seqlens_q, const int32_t* context_lens,
-                     const int32_t* block_tables, int64_t max_blocks_per_seq,
+void paged_attention(const float* q, int64_t q_token_stride, int64_t num_seqs, const int32_t* cu_seqlens_q,
+                     const int32_t* context_lens, const int32_t* block_tables, int64_t max_blocks_per_seq,
                      const KvCacheLayer& cache, int64_t num_heads, float scale, float* out);
 // Scalar twin: exact softmax in double, one query head at a time.
 void paged_attention_reference(const float* q, int64_t q_token_stride, int64_t num_seqs,
                                const int32_t* cu_seqlens_q, const int32_t* context_lens,
                                const int32_t* block_tables, int64_t max_blocks_per_seq,
-                               const KvCacheLayer& cache, int64_t num_heads, float scale,
-                               float* out);
+                               const KvCacheLayer& cache, int64_t num_heads, float scale, float* out);
 
 }  // namespace lmrun::kernels

@@ -45,15 +45,16 @@ struct Avx2Ops {
             acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + d), _mm256_loadu_ps(b + d), acc0);
             acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + d + 8), _mm256_loadu_ps(b + d + 8), acc1);
         }
-        for (; d + 8 <= dim; d += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + d), _mm256_loadu_ps(b + d), acc0);
+        for (; d + 8 <= dim; d += 8)
+            acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + d), _mm256_loadu_ps(b + d), acc0);
         float sum = horizontal_sum(_mm256_add_ps(acc0, acc1));
         for (; d < dim; ++d) sum += a[d] * b[d];
         return sum;
     }
 
     // scores[row][j] = q_row · key_j for j < count; keys at `offset` + j·stride elements.
-    void score_rows(const TileRows& t, int64_t num_rows, const void* keys, DType dtype,
-                    int64_t offset, int64_t stride, int64_t count) const {
+    void score_rows(const TileRows& t, int64_t num_rows, const void* keys, DType dtype, int64_t offset,
+                    int64_t stride, int64_t count) const {
         for (int64_t j = 0; j < count; ++j) {
             const float* key = t.k_row;
             if (dtype == DType::F32) {

@@ -6,8 +6,7 @@
 namespace lmrun::kernels {
 namespace {
 
-double cache_value(const KvCacheLayer& cache, const void* base, int64_t slot, int64_t kv_head,
-                   int64_t d) {
+double cache_value(const KvCacheLayer& cache, const void* base, int64_t slot, int64_t kv_head, int64_t d) {
     int64_t index = (slot * cache.num_kv_heads + kv_head) * cache.head_dim + d;
     if (cache.dtype == DType::BF16) return bf16_to_f32(static_cast<const uint16_t*>(base)[index]);
     return static_cast<const float*>(base)[index];
@@ -18,8 +17,7 @@ double cache_value(const KvCacheLayer& cache, const void* base, int64_t slot, in
 void paged_attention_reference(const float* q, int64_t q_token_stride, int64_t num_seqs,
                                const int32_t* cu_seqlens_q, const int32_t* context_lens,
                                const int32_t* block_tables, int64_t max_blocks_per_seq,
-                               const KvCacheLayer& cache, int64_t num_heads, float scale,
-                               float* out) {
+                               const KvCacheLayer& cache, int64_t num_heads, float scale, float* out) {
     const int64_t head_dim = cache.head_dim;
     const int64_t group = num_heads / cache.num_kv_heads;
     std::vector<double> weights;
@@ -35,9 +33,11 @@ void paged_attention_reference(const float* q, int64_t q_token_stride, int64_t n
                 double max_score = -INFINITY;
                 for (int64_t key = 0; key <= position; ++key) {
                     int64_t slot = int64_t(block_tables[s * max_blocks_per_seq + key / cache.block_size]) *
-                                       cache.block_size + key % cache.block_size;
+                                       cache.block_size +
+                                   key % cache.block_size;
                     double dot = 0;
-                    for (int64_t d = 0; d < head_dim; ++d) dot += qh[d] * cache_value(cache, cache.k, slot, kv_head, d);
+                    for (int64_t d = 0; d < head_dim; ++d)
+                        dot += qh[d] * cache_value(cache, cache.k, slot, kv_head, d);
                     weights[key] = dot * scale;
                     max_score = std::max(max_score, weights[key]);
                 }
@@ -47,8 +47,10 @@ void paged_attention_reference(const float* q, int64_t q_token_stride, int64_t n
                 for (int64_t d = 0; d < head_dim; ++d) {
                     double acc = 0;
                     for (int64_t key = 0; key <= position; ++key) {
-                        int64_t slot = int64_t(block_tables[s * max_blocks_per_seq + key / cache.block_size]) *
-                                           cache.block_size + key % cache.block_size;
+                        int64_t slot =
+                            int64_t(block_tables[s * max_blocks_per_seq + key / cache.block_size]) *
+                                cache.block_size +
+                            key % cache.block_size;
                         acc += weights[key] * cache_value(cache, cache.v, slot, kv_head, d);
                     }
                     oh[d] = float(acc / total);

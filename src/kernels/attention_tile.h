@@ -3,8 +3,8 @@
 // per-ISA tile functions. attention.cpp schedules the tiles over threads and owns the scratch.
 #pragma once
 
-#include <cstdint>
 #include <climits>
+#include <cstdint>
 
 #include "core/cpu_features.h"
 #include "kernels/attention.h"
@@ -46,12 +46,13 @@ struct AttentionTile {
     int64_t kv_head_count = 1;
 };
 
-inline int64_t attention_partial_floats(int64_t head_dim) { return kTileRows * (head_dim + 2); }
+inline int64_t attention_partial_floats(int64_t head_dim) {
+    return kTileRows * (head_dim + 2);
+}
 
 // Floats of per-thread scratch a tile function needs.
 inline int64_t attention_scratch_floats(int64_t head_dim) {
-    return 2 * kTileRows * head_dim + 2 * kTileRows + head_dim + kKeyChunk * head_dim +
-           kTileRows * kKeyChunk;
+    return 2 * kTileRows * head_dim + 2 * kTileRows + head_dim + kKeyChunk * head_dim + kTileRows * kKeyChunk;
 }
 
 void attention_tile_avx2(const AttentionArgs& args, const AttentionTile& tile, float* scratch);

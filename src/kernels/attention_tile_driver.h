@@ -19,8 +19,12 @@ namespace {
 
 // Local min/max instead of <algorithm>: a std:: template instantiated here with AVX-512 flags
 // is a shared (COMDAT) symbol the linker could hand to AVX2 callers.
-inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
-inline float max_f32(float a, float b) { return a > b ? a : b; }
+inline int64_t min_i64(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
+inline float max_f32(float a, float b) {
+    return a > b ? a : b;
+}
 
 inline constexpr int64_t kPrefetchKeys = 16;  // prefetch the chunk after this one (32, 64: no gain measured)
 
@@ -62,8 +66,8 @@ inline void prefetch_chunk(const KvCacheLayer& cache, int64_t slot, int64_t kv_h
 
 // Points at `count` consecutive keys (or values) of one kv head, as F32 rows; returns the stride.
 template <typename Ops>
-int64_t chunk_rows(const Ops& ops, const void* base, const KvCacheLayer& cache, int64_t slot,
-                   int64_t kv_head, int64_t count, float* buffer, const float** rows) {
+int64_t chunk_rows(const Ops& ops, const void* base, const KvCacheLayer& cache, int64_t slot, int64_t kv_head,
+                   int64_t count, float* buffer, const float** rows) {
     int64_t head_dim = ops.head_dim();
     int64_t stride = cache.num_kv_heads * head_dim;
     int64_t first = (slot * cache.num_kv_heads + kv_head) * head_dim;
@@ -79,8 +83,8 @@ int64_t chunk_rows(const Ops& ops, const void* base, const KvCacheLayer& cache, 
 
 // Online-softmax update of one row with the scores of its visible keys in this chunk.
 template <typename Ops>
-void attend_chunk(const Ops& ops, const TileRows& t, int64_t row, int64_t num_keys,
-                  const float* values, int64_t value_stride) {
+void attend_chunk(const Ops& ops, const TileRows& t, int64_t row, int64_t num_keys, const float* values,
+                  int64_t value_stride) {
     const int64_t head_dim = ops.head_dim();
     float* o = t.o + row * head_dim;
     float* scores = t.scores + row * kKeyChunk;
@@ -109,8 +113,7 @@ void attention_tile(const Ops& ops, const AttentionArgs& a, const AttentionTile&
     for (int64_t row = 0; row < num_rows; ++row) {
         int64_t token = q_begin + w.token_begin + row / group;
         int64_t head = w.kv_head * group + row % group;
-        ops.copy_scaled(a.q + token * a.q_token_stride + head * head_dim, a.scale,
-                        t.q + row * head_dim);
+        ops.copy_scaled(a.q + token * a.q_token_stride + head * head_dim, a.scale, t.q + row * head_dim);
         for (int64_t d = 0; d < head_dim; ++d) t.o[row * head_dim + d] = 0.0f;
         t.m[row] = -std::numeric_limits<float>::infinity();
         t.l[row] = 0.0f;
@@ -124,8 +127,10 @@ void attention_tile(const Ops& ops, const AttentionArgs& a, const AttentionTile&
         int64_t slot = int64_t(blocks[key0 / cache.block_size]) * cache.block_size + offset;
         int64_t next = key0 + kPrefetchKeys;
         if (next < num_keys) {
-            int64_t next_slot = int64_t(blocks[next / cache.block_size]) * cache.block_size + next % cache.block_size;
-            int64_t next_count = min_i64(min_i64(kKeyChunk, cache.block_size - next % cache.block_size), num_keys - next);
+            int64_t next_slot =
+                int64_t(blocks[next / cache.block_size]) * cache.block_size + next % cache.block_size;
+            int64_t next_count =
+                min_i64(min_i64(kKeyChunk, cache.block_size - next % cache.block_size), num_keys - next);
             prefetch_chunk(cache, next_slot, w.kv_head, next_count, row_bytes);
         }
         // Scores of every row against every key of the chunk, each key loaded (and widened) once.

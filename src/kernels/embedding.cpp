@@ -5,8 +5,8 @@
 
 namespace lmrun::kernels {
 
-void embedding_lookup(const int32_t* token_ids, int64_t num_tokens, const void* table,
-                      DType table_dtype, int64_t dim, float* out) {
+void embedding_lookup(const int32_t* token_ids, int64_t num_tokens, const void* table, DType table_dtype,
+                      int64_t dim, float* out) {
     LMRUN_CHECK(table_dtype == DType::F32 || table_dtype == DType::BF16 || table_dtype == DType::F16,
                 "embedding table must be a float type");
     const size_t row_bytes = size_t(dim) * dtype_size_bytes(table_dtype);
@@ -32,7 +32,8 @@ void embedding_lookup_packed(const int32_t* token_ids, int64_t num_tokens, const
             const int64_t lane_offset = packed_offset(table, id, 0);
             if (table.dtype == DType::BF16) {
                 const uint16_t* pairs = static_cast<const uint16_t*>(table.data) + lane_offset;
-                for (int64_t k = 0; k < dim; ++k) row[k] = bf16_to_f32(pairs[(k / 2) * kTileOutputs * 2 + (k % 2)]);
+                for (int64_t k = 0; k < dim; ++k)
+                    row[k] = bf16_to_f32(pairs[(k / 2) * kTileOutputs * 2 + (k % 2)]);
             } else {
                 const float* column = static_cast<const float*>(table.data) + lane_offset;
                 for (int64_t k = 0; k < dim; ++k) row[k] = column[k * kTileOutputs];

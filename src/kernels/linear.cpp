@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <memory>
 #include <cstring>
+#include <memory>
 
 #include "core/check.h"
 #include "core/cpu_features.h"
@@ -62,8 +62,8 @@ void pack_tiles(const void* src, DType src_dtype, const PackedLinear& w, T* dst)
 
 }  // namespace
 
-LinearWeight LinearWeight::pack(const void* src, DType src_dtype, int64_t out_features,
-                                int64_t in_features, DType storage_dtype) {
+LinearWeight LinearWeight::pack(const void* src, DType src_dtype, int64_t out_features, int64_t in_features,
+                                DType storage_dtype) {
     LMRUN_CHECK(storage_dtype == DType::F32 || storage_dtype == DType::BF16,
                 "linear weights are stored as F32 or BF16");
     LMRUN_CHECK(src_dtype == DType::F32 || src_dtype == DType::BF16 || src_dtype == DType::F16,
@@ -93,11 +93,21 @@ LinearWeight LinearWeight::pack(const void* src, DType src_dtype, int64_t out_fe
     return weight;
 }
 
-int64_t LinearWeight::out_features() const { return state_ ? state_->packed.out_features : 0; }
-int64_t LinearWeight::in_features() const { return state_ ? state_->packed.in_features : 0; }
-DType LinearWeight::storage_dtype() const { return state_ ? state_->packed.dtype : DType::F32; }
-size_t LinearWeight::nbytes() const { return state_ ? state_->nbytes : 0; }
-const PackedLinear& LinearWeight::packed() const { return state_->packed; }
+int64_t LinearWeight::out_features() const {
+    return state_ ? state_->packed.out_features : 0;
+}
+int64_t LinearWeight::in_features() const {
+    return state_ ? state_->packed.in_features : 0;
+}
+DType LinearWeight::storage_dtype() const {
+    return state_ ? state_->packed.dtype : DType::F32;
+}
+size_t LinearWeight::nbytes() const {
+    return state_ ? state_->nbytes : 0;
+}
+const PackedLinear& LinearWeight::packed() const {
+    return state_->packed;
+}
 
 namespace {
 
@@ -119,8 +129,7 @@ void linear_allocation_free(const float* x, int64_t num_rows, const LinearWeight
     gemv(x, num_rows, w, bias, y);
 }
 
-void linear(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
-            float* y) {
+void linear(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias, float* y) {
     if (num_rows <= 0) return;
     const PackedLinear& w = weight.packed();
     auto gemv = kernel_isa() >= Isa::Avx512 ? linear_gemv_avx512 : linear_gemv_avx2;
@@ -152,17 +161,16 @@ bool linear_onednn(const float* x, int64_t num_rows, const LinearWeight& weight,
     return weight.state().onednn.run(x, num_rows, weight.packed(), bias, y);
 }
 
-void linear_reference(const float* x, int64_t num_rows, const LinearWeight& weight,
-                      const float* bias, float* y) {
+void linear_reference(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
+                      float* y) {
     const PackedLinear& w = weight.packed();
     for (int64_t r = 0; r < num_rows; ++r) {
         for (int64_t n = 0; n < w.out_features; ++n) {
             double sum = bias ? bias[n] : 0.0;
             for (int64_t k = 0; k < w.in_features; ++k) {
                 int64_t offset = packed_offset(w, n, k);
-                double wv = w.dtype == DType::BF16
-                                ? bf16_to_f32(static_cast<const uint16_t*>(w.data)[offset])
-                                : static_cast<const float*>(w.data)[offset];
+                double wv = w.dtype == DType::BF16 ? bf16_to_f32(static_cast<const uint16_t*>(w.data)[offset])
+                                                   : static_cast<const float*>(w.data)[offset];
                 sum += wv * x[r * w.in_features + k];
             }
             y[r * w.out_features + n] = float(sum);

@@ -19,11 +19,11 @@ struct LinearWeightState;
 
 // Immutable after pack(); copies share the packed memory; thread-safe to call linear() on.
 class LinearWeight {
-public:
+  public:
     LinearWeight() = default;
     // src: row-major [out_features, in_features] of src_dtype (F32/BF16/F16). storage: F32 or BF16.
-    static LinearWeight pack(const void* src, DType src_dtype, int64_t out_features,
-                             int64_t in_features, DType storage_dtype);
+    static LinearWeight pack(const void* src, DType src_dtype, int64_t out_features, int64_t in_features,
+                             DType storage_dtype);
 
     int64_t out_features() const;
     int64_t in_features() const;
@@ -36,7 +36,7 @@ public:
     // Packed weight plus the cached oneDNN primitives (linear_onednn.h).
     LinearWeightState& state() const { return *state_; }
 
-private:
+  private:
     std::shared_ptr<LinearWeightState> state_;
 };
 
@@ -50,14 +50,13 @@ inline constexpr int64_t kGemvMaxRows = 4;
 // oneDNN path (more rows, split into power-of-two pieces of 8..512 rows plus a remainder)
 // reuses cached primitives, memory objects and scratch buffers (oneDNN itself may allocate its
 // small argument map per execute).
-void linear(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
-            float* y);
+void linear(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias, float* y);
 // The GEMV path for any num_rows: F32 activations, never allocates (oneDNN builds an argument
 // map per call), used where a step must not allocate (decode plans).
 void linear_allocation_free(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
                             float* y);
 // Scalar, double-accumulating twin of linear(), reading the packed weight.
-void linear_reference(const float* x, int64_t num_rows, const LinearWeight& weight,
-                      const float* bias, float* y);
+void linear_reference(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
+                      float* y);
 
 }  // namespace lmrun::kernels

@@ -14,8 +14,7 @@ struct Bf16Avx2 {
     static constexpr int kMaxRows = 2;
 
     template <int R>
-    static void run_rows(const uint16_t* w, int64_t num_pairs, const float* x, int64_t x_stride,
-                         float* acc) {
+    static void run_rows(const uint16_t* w, int64_t num_pairs, const float* x, int64_t x_stride, float* acc) {
         __m256 sum[R][4];
         for (int r = 0; r < R; ++r)
             for (int j = 0; j < 4; ++j) sum[r][j] = _mm256_loadu_ps(acc + r * kTileOutputs + 8 * j);
@@ -41,8 +40,8 @@ struct Bf16Avx2 {
             for (int j = 0; j < 4; ++j) _mm256_storeu_ps(acc + r * kTileOutputs + 8 * j, sum[r][j]);
     }
 
-    static void run(int rows, const uint16_t* w, int64_t steps, const float* x, int64_t x_stride,
-                    float* acc, int64_t col) {
+    static void run(int rows, const uint16_t* w, int64_t steps, const float* x, int64_t x_stride, float* acc,
+                    int64_t col) {
         w += col * 2;
         acc += col;
         if (rows == 1) return run_rows<1>(w, steps, x, x_stride, acc);
@@ -55,8 +54,7 @@ struct F32Avx2 {
     static constexpr int kMaxRows = 2;
 
     template <int R>
-    static void run_rows(const float* w, int64_t num_k, const float* x, int64_t x_stride,
-                         float* acc) {
+    static void run_rows(const float* w, int64_t num_k, const float* x, int64_t x_stride, float* acc) {
         __m256 sum[R][4];
         for (int r = 0; r < R; ++r)
             for (int j = 0; j < 4; ++j) sum[r][j] = _mm256_loadu_ps(acc + r * kTileOutputs + 8 * j);
@@ -73,8 +71,8 @@ struct F32Avx2 {
             for (int j = 0; j < 4; ++j) _mm256_storeu_ps(acc + r * kTileOutputs + 8 * j, sum[r][j]);
     }
 
-    static void run(int rows, const float* w, int64_t steps, const float* x, int64_t x_stride,
-                    float* acc, int64_t col) {
+    static void run(int rows, const float* w, int64_t steps, const float* x, int64_t x_stride, float* acc,
+                    int64_t col) {
         w += col;
         acc += col;
         if (rows == 1) return run_rows<1>(w, steps, x, x_stride, acc);
@@ -84,8 +82,7 @@ struct F32Avx2 {
 
 }  // namespace
 
-void linear_gemv_avx2(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias,
-                      float* y) {
+void linear_gemv_avx2(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y) {
     if (w.dtype == DType::BF16) {
         gemv_driver<Bf16Avx2, uint16_t>(x, num_rows, w, bias, y);
     } else {

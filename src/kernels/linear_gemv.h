@@ -17,7 +17,9 @@
 namespace lmrun::kernels {
 
 inline constexpr int64_t kTileOutputs = 64;
-inline constexpr int64_t in_padding(DType dtype) { return dtype == DType::BF16 ? 32 : 16; }
+inline constexpr int64_t in_padding(DType dtype) {
+    return dtype == DType::BF16 ? 32 : 16;
+}
 
 struct PackedLinear {
     const void* data = nullptr;
@@ -39,13 +41,11 @@ inline int64_t packed_offset(const PackedLinear& w, int64_t n, int64_t k) {
 }
 
 // y[num_rows, out] = x[num_rows, in] · Wᵀ + bias, any num_rows (best for few rows).
-void linear_gemv_avx2(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias,
-                      float* y);
-void linear_gemv_avx512(const float* x, int64_t num_rows, const PackedLinear& w,
-                        const float* bias, float* y);
+void linear_gemv_avx2(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y);
+void linear_gemv_avx512(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y);
 // BF16 weights only, needs AVX512_BF16: x is rounded to BF16 (as oneDNN does), F32 sums; for
 // the many-row batches of decode. Allocates only when num_rows grows past what it has seen.
-void linear_gemm_bf16_avx512(const float* x, int64_t num_rows, const PackedLinear& w,
-                             const float* bias, float* y);
+void linear_gemm_bf16_avx512(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias,
+                             float* y);
 
 }  // namespace lmrun::kernels

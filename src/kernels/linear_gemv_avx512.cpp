@@ -17,8 +17,7 @@ struct Bf16Avx512 {
     static constexpr int kMaxRows = 4;
 
     template <int R>
-    static void run_rows(const uint16_t* w, int64_t num_pairs, const float* x, int64_t x_stride,
-                         float* acc) {
+    static void run_rows(const uint16_t* w, int64_t num_pairs, const float* x, int64_t x_stride, float* acc) {
         __m512 sum[R][4];
         for (int r = 0; r < R; ++r)
             for (int j = 0; j < 4; ++j) sum[r][j] = _mm512_loadu_ps(acc + r * kTileOutputs + 16 * j);
@@ -45,13 +44,17 @@ struct Bf16Avx512 {
             for (int j = 0; j < 4; ++j) _mm512_storeu_ps(acc + r * kTileOutputs + 16 * j, sum[r][j]);
     }
 
-    static void run(int rows, const uint16_t* w, int64_t steps, const float* x, int64_t x_stride,
-                    float* acc, int64_t col) {
+    static void run(int rows, const uint16_t* w, int64_t steps, const float* x, int64_t x_stride, float* acc,
+                    int64_t col) {
         switch (rows) {
-            case 1: return run_rows<1>(w, steps, x, x_stride, acc);
-            case 2: return run_rows<2>(w, steps, x, x_stride, acc);
-            case 3: return run_rows<3>(w, steps, x, x_stride, acc);
-            default: return run_rows<4>(w, steps, x, x_stride, acc);
+            case 1:
+                return run_rows<1>(w, steps, x, x_stride, acc);
+            case 2:
+                return run_rows<2>(w, steps, x, x_stride, acc);
+            case 3:
+                return run_rows<3>(w, steps, x, x_stride, acc);
+            default:
+                return run_rows<4>(w, steps, x, x_stride, acc);
         }
     }
 };
@@ -61,8 +64,7 @@ struct F32Avx512 {
     static constexpr int kMaxRows = 4;
 
     template <int R>
-    static void run_rows(const float* w, int64_t num_k, const float* x, int64_t x_stride,
-                         float* acc) {
+    static void run_rows(const float* w, int64_t num_k, const float* x, int64_t x_stride, float* acc) {
         __m512 sum[R][4];
         for (int r = 0; r < R; ++r)
             for (int j = 0; j < 4; ++j) sum[r][j] = _mm512_loadu_ps(acc + r * kTileOutputs + 16 * j);
@@ -79,13 +81,17 @@ struct F32Avx512 {
             for (int j = 0; j < 4; ++j) _mm512_storeu_ps(acc + r * kTileOutputs + 16 * j, sum[r][j]);
     }
 
-    static void run(int rows, const float* w, int64_t steps, const float* x, int64_t x_stride,
-                    float* acc, int64_t col) {
+    static void run(int rows, const float* w, int64_t steps, const float* x, int64_t x_stride, float* acc,
+                    int64_t col) {
         switch (rows) {
-            case 1: return run_rows<1>(w, steps, x, x_stride, acc);
-            case 2: return run_rows<2>(w, steps, x, x_stride, acc);
-            case 3: return run_rows<3>(w, steps, x, x_stride, acc);
-            default: return run_rows<4>(w, steps, x, x_stride, acc);
+            case 1:
+                return run_rows<1>(w, steps, x, x_stride, acc);
+            case 2:
+                return run_rows<2>(w, steps, x, x_stride, acc);
+            case 3:
+                return run_rows<3>(w, steps, x, x_stride, acc);
+            default:
+                return run_rows<4>(w, steps, x, x_stride, acc);
         }
     }
 };
@@ -107,8 +113,10 @@ void one_row_tiles(const uint16_t* first_tile, int64_t tile_elements, const floa
             const uint16_t* wp = first_tile + s * tile_elements + p * kTileOutputs * 2;
             for (int j = 0; j < 4; ++j) {
                 __m512i pairs = _mm512_loadu_si512(wp + 32 * j);
-                acc[s][j] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(pairs, 16)), x_even, acc[s][j]);
-                acc[s][j] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(pairs, high_half)), x_odd, acc[s][j]);
+                acc[s][j] =
+                    _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(pairs, 16)), x_even, acc[s][j]);
+                acc[s][j] = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(pairs, high_half)), x_odd,
+                                            acc[s][j]);
             }
         }
     };
@@ -138,10 +146,17 @@ void one_row_bf16(const float* x, const PackedLinear& w, const float* bias, floa
             const float* tile_bias = bias ? bias + n0 : nullptr;
             const int64_t out_left = w.out_features - n0;
             switch (end - t < kOneRowStreams ? end - t : kOneRowStreams) {
-                case 1: one_row_tiles<1>(tile, w.tile_elements(), x, w.in_features, tile_bias, y + n0, out_left); break;
-                case 2: one_row_tiles<2>(tile, w.tile_elements(), x, w.in_features, tile_bias, y + n0, out_left); break;
-                case 3: one_row_tiles<3>(tile, w.tile_elements(), x, w.in_features, tile_bias, y + n0, out_left); break;
-                default: one_row_tiles<4>(tile, w.tile_elements(), x, w.in_features, tile_bias, y + n0, out_left);
+                case 1:
+                    one_row_tiles<1>(tile, w.tile_elements(), x, w.in_features, tile_bias, y + n0, out_left);
+                    break;
+                case 2:
+                    one_row_tiles<2>(tile, w.tile_elements(), x, w.in_features, tile_bias, y + n0, out_left);
+                    break;
+                case 3:
+                    one_row_tiles<3>(tile, w.tile_elements(), x, w.in_features, tile_bias, y + n0, out_left);
+                    break;
+                default:
+                    one_row_tiles<4>(tile, w.tile_elements(), x, w.in_features, tile_bias, y + n0, out_left);
             }
         }
     });
@@ -149,8 +164,8 @@ void one_row_bf16(const float* x, const PackedLinear& w, const float* bias, floa
 
 }  // namespace
 
-void linear_gemv_avx512(const float* x, int64_t num_rows, const PackedLinear& w,
-                        const float* bias, float* y) {
+void linear_gemv_avx512(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias,
+                        float* y) {
     if (w.dtype == DType::BF16 && num_rows == 1) return one_row_bf16(x, w, bias, y);
     if (w.dtype == DType::BF16) {
         gemv_driver<Bf16Avx512, uint16_t>(x, num_rows, w, bias, y);

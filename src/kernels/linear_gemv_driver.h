@@ -20,7 +20,9 @@ namespace {
 
 // Local min instead of std::min: a std:: template instantiated with AVX-512 flags is a shared
 // (COMDAT) symbol the linker could hand to AVX2 callers.
-inline int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+inline int64_t min_i64(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
 
 inline constexpr int64_t kStreams = 1;
 inline constexpr int64_t kChunkBytes = 16384;  // of one tile's stream per step
@@ -76,8 +78,7 @@ void gemv_tile_group(const float* x, int64_t num_rows, const PackedLinear& w, in
 }
 
 template <typename Kernel, typename T>
-void gemv_driver(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias,
-                 float* y) {
+void gemv_driver(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y) {
     for (int64_t r0 = 0; r0 < num_rows; r0 += kDriverMaxRows) {
         int64_t rows = min_i64(kDriverMaxRows, num_rows - r0);
         const float* xr = x + r0 * w.in_features;

@@ -88,8 +88,10 @@ OnednnLinear::Entry& OnednnLinear::entry(int64_t num_rows, bool has_bias, const 
             e.src = dnnl::memory(src_md, engine, DNNL_MEMORY_NONE);
             e.dst = dnnl::memory(dst_md, engine, DNNL_MEMORY_NONE);
             e.scratchpad = dnnl::memory(pd.scratchpad_desc(), engine);
-            e.args = {{DNNL_ARG_SRC, e.src}, {DNNL_ARG_WEIGHTS, e.weights},
-                      {DNNL_ARG_DST, e.dst}, {DNNL_ARG_SCRATCHPAD, e.scratchpad}};
+            e.args = {{DNNL_ARG_SRC, e.src},
+                      {DNNL_ARG_WEIGHTS, e.weights},
+                      {DNNL_ARG_DST, e.dst},
+                      {DNNL_ARG_SCRATCHPAD, e.scratchpad}};
             if (has_bias) {
                 e.bias = dnnl::memory(bias_md, engine, DNNL_MEMORY_NONE);
                 e.args[DNNL_ARG_BIAS] = e.bias;
@@ -101,8 +103,7 @@ OnednnLinear::Entry& OnednnLinear::entry(int64_t num_rows, bool has_bias, const 
     return *entries_.emplace(key, std::move(created)).first->second;
 }
 
-bool OnednnLinear::run(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias,
-                       float* y) {
+bool OnednnLinear::run(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y) {
     std::lock_guard<std::mutex> lock(mutex_);
     Entry& e = entry(num_rows, bias != nullptr, w);
     if (!e.usable) return false;

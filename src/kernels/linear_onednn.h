@@ -16,7 +16,7 @@
 namespace lmrun::kernels {
 
 class OnednnLinear {
-public:
+  public:
     OnednnLinear();
     ~OnednnLinear();
     OnednnLinear(const OnednnLinear&) = delete;
@@ -27,7 +27,7 @@ public:
     // implementation for this case (the caller then uses the GEMV driver).
     bool run(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y);
 
-private:
+  private:
     struct Entry;
     Entry& entry(int64_t num_rows, bool has_bias, const PackedLinear& w);
 
@@ -37,7 +37,6 @@ private:
 
 // The oneDNN path of linear() for `weight`, whatever num_rows (tests and benchmarks call it
 // directly); false if oneDNN has no fast implementation (nothing computed).
-bool linear_onednn(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
-                   float* y);
+bool linear_onednn(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias, float* y);
 
 }  // namespace lmrun::kernels

@@ -29,20 +29,20 @@ float sum_of_squares_avx2(const float* x, int64_t dim) {
     return sum;
 }
 
-void dispatch(float* x, float* residual, const float* weight, float eps, int64_t num_rows,
-              int64_t dim, float* y, bool add) {
+void dispatch(float* x, float* residual, const float* weight, float eps, int64_t num_rows, int64_t dim,
+              float* y, bool add) {
     auto rows_fn = kernel_isa() >= Isa::Avx512 ? rms_norm_rows_avx512 : rms_norm_rows_avx2;
     if (num_rows * dim < kParallelElements) return rows_fn(x, residual, weight, eps, num_rows, dim, y, add);
     parallel_for(num_rows, [&](int64_t begin, int64_t end) {
-        rows_fn(x + begin * dim, add ? residual + begin * dim : nullptr, weight, eps, end - begin,
-                dim, y + begin * dim, add);
+        rows_fn(x + begin * dim, add ? residual + begin * dim : nullptr, weight, eps, end - begin, dim,
+                y + begin * dim, add);
     });
 }
 
 }  // namespace
 
-void rms_norm_rows_avx2(float* x, float* residual, const float* weight, float eps,
-                        int64_t num_rows, int64_t dim, float* y, bool add) {
+void rms_norm_rows_avx2(float* x, float* residual, const float* weight, float eps, int64_t num_rows,
+                        int64_t dim, float* y, bool add) {
     for (int64_t r = 0; r < num_rows; ++r) {
         float* xr = x + r * dim;
         float* yr = y + r * dim;
@@ -61,13 +61,12 @@ void rms_norm(const float* x, const float* weight, float eps, int64_t num_rows, 
     dispatch(const_cast<float*>(x), nullptr, weight, eps, num_rows, dim, y, false);
 }
 
-void add_rms_norm(float* x, float* residual, const float* weight, float eps, int64_t num_rows,
-                  int64_t dim) {
+void add_rms_norm(float* x, float* residual, const float* weight, float eps, int64_t num_rows, int64_t dim) {
     dispatch(x, residual, weight, eps, num_rows, dim, x, true);
 }
 
-void rms_norm_heads(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
-                    int64_t token_stride, const float* weight, float eps) {
+void rms_norm_heads(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim, int64_t token_stride,
+                    const float* weight, float eps) {
     auto rows_fn = kernel_isa() >= Isa::Avx512 ? rms_norm_rows_avx512 : rms_norm_rows_avx2;
     // A token's heads are contiguous: one row kernel call per token.
     auto normalize_tokens = [&](int64_t begin, int64_t end) {
@@ -80,8 +79,8 @@ void rms_norm_heads(float* x, int64_t num_tokens, int64_t num_heads, int64_t hea
     parallel_for(num_tokens, normalize_tokens);
 }
 
-void rms_norm_reference(const float* x, const float* weight, float eps, int64_t num_rows,
-                        int64_t dim, float* y) {
+void rms_norm_reference(const float* x, const float* weight, float eps, int64_t num_rows, int64_t dim,
+                        float* y) {
     for (int64_t r = 0; r < num_rows; ++r) {
         double sum = 0;
         for (int64_t i = 0; i < dim; ++i) sum += double(x[r * dim + i]) * x[r * dim + i];
@@ -90,8 +89,8 @@ void rms_norm_reference(const float* x, const float* weight, float eps, int64_t 
     }
 }
 
-void add_rms_norm_reference(float* x, float* residual, const float* weight, float eps,
-                            int64_t num_rows, int64_t dim) {
+void add_rms_norm_reference(float* x, float* residual, const float* weight, float eps, int64_t num_rows,
+                            int64_t dim) {
     for (int64_t i = 0; i < num_rows * dim; ++i) residual[i] += x[i];
     rms_norm_reference(residual, weight, eps, num_rows, dim, x);
 }

@@ -10,8 +10,8 @@
 
 namespace lmrun::kernels {
 
-void rms_norm_rows_avx512(float* x, float* residual, const float* weight, float eps,
-                          int64_t num_rows, int64_t dim, float* y, bool add) {
+void rms_norm_rows_avx512(float* x, float* residual, const float* weight, float eps, int64_t num_rows,
+                          int64_t dim, float* y, bool add) {
     for (int64_t r = 0; r < num_rows; ++r) {
         float* xr = x + r * dim;
         float* yr = y + r * dim;

@@ -22,8 +22,8 @@ void build_rope_cache(double theta, int64_t head_dim, int64_t max_position, floa
 
 // Element-wise over half a head, so the compiler vectorises it (AVX2 here); the op is
 // memory-light next to the matmuls around it and needs no hand-written ISA variants.
-void apply_rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
-                int64_t token_stride, const int32_t* positions, const float* cos_sin) {
+void apply_rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim, int64_t token_stride,
+                const int32_t* positions, const float* cos_sin) {
     const int64_t half = head_dim / 2;
     auto rotate_tokens = [&](int64_t begin, int64_t end) {
         for (int64_t t = begin; t < end; ++t) {

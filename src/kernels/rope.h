@@ -14,7 +14,7 @@ void build_rope_cache(double theta, int64_t head_dim, int64_t max_position, floa
 // In place. x: [num_tokens, num_heads, head_dim] with `token_stride` floats between tokens (q and
 // k can be rotated inside a packed qkv buffer). positions: [num_tokens] int32, each in
 // [0, max_position) of the cache.
-void apply_rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim,
-                int64_t token_stride, const int32_t* positions, const float* cos_sin);
+void apply_rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim, int64_t token_stride,
+                const int32_t* positions, const float* cos_sin);
 
 }  // namespace lmrun::kernels

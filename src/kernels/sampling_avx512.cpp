@@ -28,7 +28,8 @@ int32_t argmax_avx512(const float* logits, int64_t vocab_size) {
     const __m512 vbest = _mm512_set1_ps(best);
     for (int64_t i = 0; i < vocab_size; i += 16) {
         __mmask16 mask = tail_mask(vocab_size - i);
-        __mmask16 hit = _mm512_mask_cmp_ps_mask(mask, _mm512_maskz_loadu_ps(mask, logits + i), vbest, _CMP_EQ_OQ);
+        __mmask16 hit =
+            _mm512_mask_cmp_ps_mask(mask, _mm512_maskz_loadu_ps(mask, logits + i), vbest, _CMP_EQ_OQ);
         if (hit) return int32_t(i + __builtin_ctz(hit));
     }
     return 0;  // all NaN
@@ -54,7 +55,8 @@ void softmax_avx512(float* logits, int64_t vocab_size, float temperature) {
     const __m512 inv_sum = _mm512_set1_ps(float(1.0 / sum));
     for (int64_t i = 0; i < vocab_size; i += 16) {
         __mmask16 mask = tail_mask(vocab_size - i);
-        _mm512_mask_storeu_ps(logits + i, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, logits + i), inv_sum));
+        _mm512_mask_storeu_ps(logits + i, mask,
+                              _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, logits + i), inv_sum));
     }
 }
 

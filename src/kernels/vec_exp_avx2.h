@@ -27,8 +27,8 @@ static inline __m256 exp_avx2(__m256 x) {
     __m256i e = _mm256_cvtps_epi32(n);
     __m256i high = _mm256_cmpgt_epi32(e, _mm256_set1_epi32(127));
     e = _mm256_sub_epi32(e, _mm256_and_si256(high, _mm256_set1_epi32(1)));
-    p = _mm256_mul_ps(p, _mm256_blendv_ps(_mm256_set1_ps(1.0f), _mm256_set1_ps(2.0f),
-                                          _mm256_castsi256_ps(high)));
+    p = _mm256_mul_ps(
+        p, _mm256_blendv_ps(_mm256_set1_ps(1.0f), _mm256_set1_ps(2.0f), _mm256_castsi256_ps(high)));
     __m256 scale = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127)), 23));
     return _mm256_andnot_ps(underflow, _mm256_mul_ps(p, scale));
 }

@@ -4,9 +4,9 @@
 
 namespace lmrun {
 
-ActivationBuffers::ActivationBuffers(const ModelConfig& config, int64_t max_num_tokens_, int64_t max_num_logit_rows_,
-                                     int64_t num_heads_local, int64_t num_kv_heads_local,
-                                     int64_t intermediate_local)
+ActivationBuffers::ActivationBuffers(const ModelConfig& config, int64_t max_num_tokens_,
+                                     int64_t max_num_logit_rows_, int64_t num_heads_local,
+                                     int64_t num_kv_heads_local, int64_t intermediate_local)
     : max_num_tokens(max_num_tokens_), max_num_logit_rows(max_num_logit_rows_) {
     const int64_t tokens = max_num_tokens;
     hidden = Tensor::zeros(DType::F32, {tokens, config.hidden_size});
@@ -21,7 +21,8 @@ ActivationBuffers::ActivationBuffers(const ModelConfig& config, int64_t max_num_
 }
 
 size_t ActivationBuffers::nbytes() const {
-    return hidden.nbytes() + residual.nbytes() + projections.nbytes() + inner.nbytes() + selected_hidden.nbytes() + selected_residual.nbytes() + logits.nbytes();
+    return hidden.nbytes() + residual.nbytes() + projections.nbytes() + inner.nbytes() +
+           selected_hidden.nbytes() + selected_residual.nbytes() + logits.nbytes();
 }
 
 }  // namespace lmrun

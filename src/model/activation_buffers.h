@@ -15,8 +15,8 @@ struct ActivationBuffers {
 
     int64_t max_num_tokens = 0;
     int64_t max_num_logit_rows = 0;
-    Tensor hidden;           // [T, hidden]
-    Tensor residual;         // [T, hidden]
+    Tensor hidden;    // [T, hidden]
+    Tensor residual;  // [T, hidden]
     // A layer's attention and MLP never hold their buffers at once, so they share memory
     // (~50 MB less at 2048 tokens on the 0.6B shape):
     //   projections: qkv [T, (heads + 2 kv_heads) * head_dim], then gate_up [T, 2 * intermediate]
@@ -29,7 +29,7 @@ struct ActivationBuffers {
     float* mlp_act() { return inner.data<float>(); }
     Tensor selected_hidden;  // [L, hidden]: rows whose logits are wanted
     Tensor selected_residual;
-    Tensor logits;           // [L, vocab]
+    Tensor logits;  // [L, vocab]
 
     size_t nbytes() const;
 };

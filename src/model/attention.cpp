@@ -35,8 +35,9 @@ void Attention::normalize_heads(float* qkv, int64_t num_tokens) const {
                             k_norm->eps());
 }
 
-void Attention::forward(const ForwardContext& context, const float* hidden, const kernels::KvCacheLayer& cache,
-                        const float* rope_cos_sin, ActivationBuffers& buffers, float* out) const {
+void Attention::forward(const ForwardContext& context, const float* hidden,
+                        const kernels::KvCacheLayer& cache, const float* rope_cos_sin,
+                        ActivationBuffers& buffers, float* out) const {
     const int64_t rows = context.num_padded_tokens;
     const int64_t tokens = context.num_tokens;
     const int64_t head_dim = qkv_proj.head_dim();

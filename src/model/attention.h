@@ -15,7 +15,7 @@
 namespace lmrun {
 
 class Attention {
-public:
+  public:
     Attention(const ModelConfig& config, DType dtype, const ParallelConfig& parallel);
 
     // hidden [T, hidden] in; writes the o_proj output [T, hidden] to `out`.
@@ -28,7 +28,7 @@ public:
     std::optional<RMSNorm> q_norm;  // Qwen3 only
     std::optional<RMSNorm> k_norm;
 
-private:
+  private:
     void normalize_heads(float* qkv, int64_t num_tokens) const;
     float scale_;
 };

@@ -14,7 +14,8 @@ CausalLM::CausalLM(const ModelConfig& config, DType weight_dtype, const Parallel
       norm_(config.hidden_size, config.rms_norm_eps),
       lm_head_(config.vocab_size, config.hidden_size, weight_dtype, parallel) {
     layers_.reserve(config.num_hidden_layers);
-    for (int64_t i = 0; i < config.num_hidden_layers; ++i) layers_.emplace_back(config, weight_dtype, parallel);
+    for (int64_t i = 0; i < config.num_hidden_layers; ++i)
+        layers_.emplace_back(config, weight_dtype, parallel);
     rope_cos_sin_.resize(size_t(config.max_position_embeddings * config.head_dim));
     kernels::build_rope_cache(config.rope_theta, config.head_dim, config.max_position_embeddings,
                               rope_cos_sin_.data());
@@ -23,7 +24,8 @@ CausalLM::CausalLM(const ModelConfig& config, DType weight_dtype, const Parallel
 Result<std::unique_ptr<CausalLM>> CausalLM::load(const std::string& model_dir, const ModelConfig& config,
                                                  DType weight_dtype, const ParallelConfig& parallel) {
     if (weight_dtype != DType::F32 && weight_dtype != DType::BF16) {
-        return make_error("{}: weights can be held as F32 or BF16, not {}", model_dir, dtype_name(weight_dtype));
+        return make_error("{}: weights can be held as F32 or BF16, not {}", model_dir,
+                          dtype_name(weight_dtype));
     }
     LMRUN_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::open(model_dir));
     std::unique_ptr<CausalLM> model(new CausalLM(config, weight_dtype, parallel));
@@ -39,8 +41,9 @@ Status CausalLM::load_layer(const Checkpoint& checkpoint, int64_t index, Decoder
     const TensorInfo* src = nullptr;
     Attention& attn = layer.self_attn;
 
-    const std::pair<const char*, QkvShard> qkv_parts[] = {
-        {"self_attn.q_proj", QkvShard::Q}, {"self_attn.k_proj", QkvShard::K}, {"self_attn.v_proj", QkvShard::V}};
+    const std::pair<const char*, QkvShard> qkv_parts[] = {{"self_attn.q_proj", QkvShard::Q},
+                                                          {"self_attn.k_proj", QkvShard::K},
+                                                          {"self_attn.v_proj", QkvShard::V}};
     for (const auto& [name, shard] : qkv_parts) {
         LMRUN_ASSIGN_OR_RETURN(src, get(std::string(name) + ".weight"));
         LMRUN_RETURN_IF_ERROR(attn.qkv_proj.load_weight(*src, shard));
@@ -96,7 +99,8 @@ Status CausalLM::load_weights(const Checkpoint& checkpoint) {
 
 void CausalLM::forward(const ForwardContext& context, std::span<const kernels::KvCacheLayer> kv_layers,
                        ActivationBuffers& buffers) const {
-    LMRUN_CHECK(context.num_padded_tokens <= buffers.max_num_tokens, "step larger than the activation buffers");
+    LMRUN_CHECK(context.num_padded_tokens <= buffers.max_num_tokens,
+                "step larger than the activation buffers");
     LMRUN_CHECK(kv_layers.size() == layers_.size(), "one KV cache layer per decoder layer");
     {
         ScopedOp scope(Op::Embedding);
@@ -107,7 +111,8 @@ void CausalLM::forward(const ForwardContext& context, std::span<const kernels::K
     }
 }
 
-void CausalLM::compute_logits(std::span<const int32_t> rows, ActivationBuffers& buffers, LinearPath path) const {
+void CausalLM::compute_logits(std::span<const int32_t> rows, ActivationBuffers& buffers,
+                              LinearPath path) const {
     ScopedOp scope(Op::LmHead);
     const int64_t num_rows = int64_t(rows.size());
     LMRUN_CHECK(num_rows <= buffers.max_num_logit_rows, "more logit rows than buffered");

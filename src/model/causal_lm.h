@@ -21,7 +21,7 @@
 namespace lmrun {
 
 class CausalLM {
-public:
+  public:
     // Builds the model and fills every parameter from the checkpoint in `model_dir`.
     // weight_dtype: F32 or BF16 (what the weights are stored as in memory).
     static Result<std::unique_ptr<CausalLM>> load(const std::string& model_dir, const ModelConfig& config,
@@ -42,7 +42,7 @@ public:
     int64_t intermediate_local() const { return layers_[0].mlp.down_proj.in_features(); }
     size_t weight_nbytes() const;
 
-private:
+  private:
     CausalLM(const ModelConfig& config, DType weight_dtype, const ParallelConfig& parallel);
     Status load_weights(const Checkpoint& checkpoint);
     Status load_layer(const Checkpoint& checkpoint, int64_t index, DecoderLayer& layer);

@@ -24,7 +24,8 @@ Result<nlohmann::json> read_json(const std::string& path) {
 }
 
 // weight_map as tensor name -> shard file name, validated.
-Result<std::map<std::string, std::string>> parse_weight_map(const nlohmann::json& index, const std::string& path) {
+Result<std::map<std::string, std::string>> parse_weight_map(const nlohmann::json& index,
+                                                            const std::string& path) {
     if (!index.is_object()) return make_error("{}: index is not a JSON object", path);
     auto it = index.find("weight_map");
     if (it == index.end() || !it->is_object())
@@ -36,7 +37,8 @@ Result<std::map<std::string, std::string>> parse_weight_map(const nlohmann::json
         std::string shard = entry.value().get<std::string>();
         // Shards live next to the index; a path component would let the index reach elsewhere.
         if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..")
-            return make_error("{}: weight_map entry '{}' names an invalid shard file '{}'", path, entry.key(), shard);
+            return make_error("{}: weight_map entry '{}' names an invalid shard file '{}'", path, entry.key(),
+                              shard);
         weight_map[entry.key()] = shard;
     }
     if (weight_map.empty()) return make_error("{}: 'weight_map' is empty", path);
@@ -90,8 +92,8 @@ Status Checkpoint::open_sharded(const std::string& index_path) {
         const SafetensorsFile& file = files_[file_index_by_shard[shard]];
         const TensorInfo* tensor = file.find(name);
         if (tensor == nullptr)
-            return make_error("{}: tensor '{}' is mapped to shard '{}' but {} has no such tensor", index_path, name,
-                              shard, file.path());
+            return make_error("{}: tensor '{}' is mapped to shard '{}' but {} has no such tensor", index_path,
+                              name, shard, file.path());
         by_name_[name] = tensor;
     }
     return ok_status();
@@ -105,7 +107,8 @@ const TensorInfo* Checkpoint::find(std::string_view name) const {
 Result<const TensorInfo*> Checkpoint::get(std::string_view name) const {
     const TensorInfo* tensor = find(name);
     if (tensor == nullptr)
-        return make_error("{}: tensor {} not found in any of the {} safetensors files", dir_, name, files_.size());
+        return make_error("{}: tensor {} not found in any of the {} safetensors files", dir_, name,
+                          files_.size());
     return tensor;
 }
 

@@ -18,7 +18,7 @@ inline constexpr std::string_view kSingleFileName = "model.safetensors";
 inline constexpr std::string_view kIndexFileName = "model.safetensors.index.json";
 
 class Checkpoint {
-public:
+  public:
     static Result<Checkpoint> open(const std::string& model_dir);
     // Move-only: the name map points into the files this object owns.
     Checkpoint(Checkpoint&&) = default;
@@ -35,7 +35,7 @@ public:
     size_t total_nbytes() const;
     size_t num_files() const { return files_.size(); }
 
-private:
+  private:
     Checkpoint() = default;
     Status open_sharded(const std::string& index_path);
     Status open_single(const std::string& path);

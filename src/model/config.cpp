@@ -70,16 +70,19 @@ Result<double> positive_number(const nlohmann::json& json, const char* field, co
                                double fallback) {
     auto it = json.find(field);
     if (it == json.end() || it->is_null()) return fallback;
-    if (!it->is_number()) return make_error("{}: field '{}' must be a number, got {}", source, field, it->dump());
+    if (!it->is_number())
+        return make_error("{}: field '{}' must be a number, got {}", source, field, it->dump());
     double value = it->get<double>();
     if (!(value > 0)) return make_error("{}: field '{}' must be positive, got {}", source, field, it->dump());
     return value;
 }
 
-Result<bool> boolean(const nlohmann::json& json, const char* field, const std::string& source, bool fallback) {
+Result<bool> boolean(const nlohmann::json& json, const char* field, const std::string& source,
+                     bool fallback) {
     auto it = json.find(field);
     if (it == json.end() || it->is_null()) return fallback;
-    if (!it->is_boolean()) return make_error("{}: field '{}' must be true or false, got {}", source, field, it->dump());
+    if (!it->is_boolean())
+        return make_error("{}: field '{}' must be true or false, got {}", source, field, it->dump());
     return it->get<bool>();
 }
 
@@ -118,8 +121,8 @@ Status parse_dtype_field(const nlohmann::json& json, const std::string& source, 
     }
     std::optional<DType> dtype = it->is_string() ? parse_dtype(it->get<std::string>()) : std::nullopt;
     if (!dtype || (*dtype != DType::F32 && *dtype != DType::BF16 && *dtype != DType::F16))
-        return make_error("{}: field '{}' has unsupported value {} (supported: float32, bfloat16, float16)", source,
-                          field, it->dump());
+        return make_error("{}: field '{}' has unsupported value {} (supported: float32, bfloat16, float16)",
+                          source, field, it->dump());
     config.torch_dtype = *dtype;
     return ok_status();
 }
@@ -132,7 +135,8 @@ Status check_rope_scaling(const nlohmann::json& json, const std::string& source)
     if (it->is_object()) {
         auto type = it->find("rope_type");
         if (type == it->end()) type = it->find("type");
-        if (type != it->end() && type->is_string() && type->get<std::string>() == "default") return ok_status();
+        if (type != it->end() && type->is_string() && type->get<std::string>() == "default")
+            return ok_status();
     }
     return make_error("{}: field 'rope_scaling' = {} is not supported (only null or \"default\")", source,
                       it->dump());
@@ -146,11 +150,13 @@ Status parse_sizes(const nlohmann::json& json, const std::string& source, ModelC
     LMRUN_ASSIGN_OR_RETURN(config.num_key_value_heads,
                            positive_int(json, "num_key_value_heads", source, config.num_attention_heads));
     LMRUN_ASSIGN_OR_RETURN(config.vocab_size, positive_int(json, "vocab_size", source));
-    LMRUN_ASSIGN_OR_RETURN(config.max_position_embeddings, positive_int(json, "max_position_embeddings", source));
+    LMRUN_ASSIGN_OR_RETURN(config.max_position_embeddings,
+                           positive_int(json, "max_position_embeddings", source));
     if (!json.contains("head_dim") || json["head_dim"].is_null()) {
         if (config.hidden_size % config.num_attention_heads != 0)
-            return make_error("{}: hidden_size {} is not divisible by num_attention_heads {} (and no head_dim)",
-                              source, config.hidden_size, config.num_attention_heads);
+            return make_error(
+                "{}: hidden_size {} is not divisible by num_attention_heads {} (and no head_dim)", source,
+                config.hidden_size, config.num_attention_heads);
     }
     LMRUN_ASSIGN_OR_RETURN(config.head_dim, positive_int(json, "head_dim", source,
                                                          config.hidden_size / config.num_attention_heads));
@@ -236,7 +242,8 @@ nlohmann::json model_config_to_json(const ModelConfig& config) {
     json["torch_dtype"] = config.torch_dtype == DType::BF16  ? "bfloat16"
                           : config.torch_dtype == DType::F16 ? "float16"
                                                              : "float32";
-    json["bos_token_id"] = config.bos_token_id ? nlohmann::json(*config.bos_token_id) : nlohmann::json(nullptr);
+    json["bos_token_id"] =
+        config.bos_token_id ? nlohmann::json(*config.bos_token_id) : nlohmann::json(nullptr);
     if (config.eos_token_ids.size() == 1) {
         json["eos_token_id"] = config.eos_token_ids[0];
     } else if (!config.eos_token_ids.empty()) {

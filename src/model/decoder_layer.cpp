@@ -11,7 +11,8 @@ MLP::MLP(const ModelConfig& config, DType dtype, const ParallelConfig& parallel)
     : gate_up_proj(config.hidden_size, {config.intermediate_size, config.intermediate_size}, dtype, parallel),
       down_proj(config.hidden_size, config.intermediate_size, false, dtype, parallel) {}
 
-void MLP::forward(const float* x, int64_t num_rows, LinearPath path, ActivationBuffers& buffers, float* out) const {
+void MLP::forward(const float* x, int64_t num_rows, LinearPath path, ActivationBuffers& buffers,
+                  float* out) const {
     float* gate_up = buffers.gate_up();
     float* act = buffers.mlp_act();
     {
@@ -37,8 +38,9 @@ DecoderLayer::DecoderLayer(const ModelConfig& config, DType dtype, const Paralle
       post_attention_layernorm(config.hidden_size, config.rms_norm_eps),
       mlp(config, dtype, parallel) {}
 
-void DecoderLayer::forward(const ForwardContext& context, bool first_layer, const kernels::KvCacheLayer& cache,
-                           const float* rope_cos_sin, ActivationBuffers& buffers) const {
+void DecoderLayer::forward(const ForwardContext& context, bool first_layer,
+                           const kernels::KvCacheLayer& cache, const float* rope_cos_sin,
+                           ActivationBuffers& buffers) const {
     const int64_t rows = context.num_padded_tokens;
     float* hidden = buffers.hidden.data<float>();
     float* residual = buffers.residual.data<float>();

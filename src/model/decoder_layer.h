@@ -10,9 +10,10 @@ namespace lmrun {
 
 // SwiGLU MLP: down_proj(silu(gate_proj(x)) * up_proj(x)), gate and up packed.
 class MLP {
-public:
+  public:
     MLP(const ModelConfig& config, DType dtype, const ParallelConfig& parallel);
-    void forward(const float* x, int64_t num_rows, LinearPath path, ActivationBuffers& buffers, float* out) const;
+    void forward(const float* x, int64_t num_rows, LinearPath path, ActivationBuffers& buffers,
+                 float* out) const;
     void finalize();
 
     MergedColumnParallelLinear gate_up_proj;
@@ -20,7 +21,7 @@ public:
 };
 
 class DecoderLayer {
-public:
+  public:
     DecoderLayer(const ModelConfig& config, DType dtype, const ParallelConfig& parallel);
     // hidden / residual: [rows, hidden] in buffers; updated in place.
     void forward(const ForwardContext& context, bool first_layer, const kernels::KvCacheLayer& cache,

@@ -17,7 +17,7 @@ enum class LinearPath { Fastest, AllocationFree };
 struct ForwardContext {
     bool is_prefill = false;
     LinearPath linear_path = LinearPath::Fastest;
-    int64_t num_tokens = 0;       // real tokens in the step
+    int64_t num_tokens = 0;         // real tokens in the step
     int64_t num_padded_tokens = 0;  // rows the projections run on (decode pads to its bucket)
     int64_t num_seqs = 0;
     const int32_t* input_ids = nullptr;     // [num_padded_tokens]

@@ -12,7 +12,8 @@ LinearBase::LinearBase(int64_t out_features, int64_t in_features, bool has_bias,
 
 void LinearBase::forward(const float* x, int64_t num_rows, float* y, LinearPath path) const {
     const float* bias = bias_.empty() ? nullptr : bias_.data<float>();
-    if (path == LinearPath::AllocationFree) return kernels::linear_allocation_free(x, num_rows, packed_, bias, y);
+    if (path == LinearPath::AllocationFree)
+        return kernels::linear_allocation_free(x, num_rows, packed_, bias, y);
     kernels::linear(x, num_rows, packed_, bias, y);
 }
 
@@ -30,10 +31,12 @@ Status ColumnParallelLinear::load_weight(const TensorInfo& src) {
     return load_column_parallel(src, staged_weight_, parallel_);
 }
 
-Status ColumnParallelLinear::load_bias(const TensorInfo& src) { return load_column_parallel(src, bias_, parallel_); }
+Status ColumnParallelLinear::load_bias(const TensorInfo& src) {
+    return load_column_parallel(src, bias_, parallel_);
+}
 
-RowParallelLinear::RowParallelLinear(int64_t out_features, int64_t in_features_total, bool has_bias, DType dtype,
-                                     const ParallelConfig& parallel)
+RowParallelLinear::RowParallelLinear(int64_t out_features, int64_t in_features_total, bool has_bias,
+                                     DType dtype, const ParallelConfig& parallel)
     : LinearBase(out_features, in_features_total / parallel.tp_size, has_bias, dtype), parallel_(parallel) {}
 
 Status RowParallelLinear::load_weight(const TensorInfo& src) {
@@ -50,9 +53,10 @@ int64_t local_kv_heads(int64_t num_kv_heads_total, int tp_size) {
 QKVParallelLinear::QKVParallelLinear(int64_t hidden_size, int64_t head_dim, int64_t num_heads_total,
                                      int64_t num_kv_heads_total, bool has_bias, DType dtype,
                                      const ParallelConfig& parallel)
-    : LinearBase((num_heads_total / parallel.tp_size + 2 * local_kv_heads(num_kv_heads_total, parallel.tp_size)) *
-                     head_dim,
-                 hidden_size, has_bias, dtype),
+    : LinearBase(
+          (num_heads_total / parallel.tp_size + 2 * local_kv_heads(num_kv_heads_total, parallel.tp_size)) *
+              head_dim,
+          hidden_size, has_bias, dtype),
       head_dim_(head_dim),
       num_heads_total_(num_heads_total),
       num_kv_heads_total_(num_kv_heads_total),
@@ -61,15 +65,17 @@ QKVParallelLinear::QKVParallelLinear(int64_t hidden_size, int64_t head_dim, int6
       parallel_(parallel) {}
 
 Status QKVParallelLinear::load_weight(const TensorInfo& src, QkvShard shard) {
-    return load_qkv_shard(src, staged_weight_, shard, num_heads_total_, num_kv_heads_total_, head_dim_, parallel_);
+    return load_qkv_shard(src, staged_weight_, shard, num_heads_total_, num_kv_heads_total_, head_dim_,
+                          parallel_);
 }
 
 Status QKVParallelLinear::load_bias(const TensorInfo& src, QkvShard shard) {
     return load_qkv_shard(src, bias_, shard, num_heads_total_, num_kv_heads_total_, head_dim_, parallel_);
 }
 
-MergedColumnParallelLinear::MergedColumnParallelLinear(int64_t in_features, std::vector<int64_t> output_sizes_total,
-                                                       DType dtype, const ParallelConfig& parallel)
+MergedColumnParallelLinear::MergedColumnParallelLinear(int64_t in_features,
+                                                       std::vector<int64_t> output_sizes_total, DType dtype,
+                                                       const ParallelConfig& parallel)
     : LinearBase(std::accumulate(output_sizes_total.begin(), output_sizes_total.end(), int64_t(0)) /
                      parallel.tp_size,
                  in_features, false, dtype),

@@ -18,7 +18,7 @@
 namespace lmrun {
 
 class LinearBase {
-public:
+  public:
     // out_features / in_features are the LOCAL (per-rank) sizes.
     LinearBase(int64_t out_features, int64_t in_features, bool has_bias, DType storage_dtype);
 
@@ -31,7 +31,7 @@ public:
     size_t weight_nbytes() const { return packed_.nbytes(); }
     const kernels::LinearWeight& packed() const { return packed_; }
 
-protected:
+  protected:
     int64_t out_features_;
     int64_t in_features_;
     DType storage_dtype_;
@@ -42,51 +42,51 @@ protected:
 
 // Output features split across ranks (dim 0).
 class ColumnParallelLinear : public LinearBase {
-public:
+  public:
     ColumnParallelLinear(int64_t out_features_total, int64_t in_features, bool has_bias, DType dtype,
                          const ParallelConfig& parallel);
     Status load_weight(const TensorInfo& src);
     Status load_bias(const TensorInfo& src);
 
-private:
+  private:
     ParallelConfig parallel_;
 };
 
 // Input features split across ranks (dim 1); the caller all-reduces the output.
 class RowParallelLinear : public LinearBase {
-public:
+  public:
     RowParallelLinear(int64_t out_features, int64_t in_features_total, bool has_bias, DType dtype,
                       const ParallelConfig& parallel);
     Status load_weight(const TensorInfo& src);
 
-private:
+  private:
     ParallelConfig parallel_;
 };
 
 // q, k and v projections packed into one matrix: rows [q | k | v] of this rank's heads.
 class QKVParallelLinear : public LinearBase {
-public:
-    QKVParallelLinear(int64_t hidden_size, int64_t head_dim, int64_t num_heads_total, int64_t num_kv_heads_total,
-                      bool has_bias, DType dtype, const ParallelConfig& parallel);
+  public:
+    QKVParallelLinear(int64_t hidden_size, int64_t head_dim, int64_t num_heads_total,
+                      int64_t num_kv_heads_total, bool has_bias, DType dtype, const ParallelConfig& parallel);
     Status load_weight(const TensorInfo& src, QkvShard shard);
     Status load_bias(const TensorInfo& src, QkvShard shard);
-    int64_t num_heads() const { return num_heads_; }      // local
+    int64_t num_heads() const { return num_heads_; }        // local
     int64_t num_kv_heads() const { return num_kv_heads_; }  // local
     int64_t head_dim() const { return head_dim_; }
 
-private:
+  private:
     int64_t head_dim_, num_heads_total_, num_kv_heads_total_, num_heads_, num_kv_heads_;
     ParallelConfig parallel_;
 };
 
 // Several column-parallel outputs packed into one matrix (gate then up).
 class MergedColumnParallelLinear : public LinearBase {
-public:
+  public:
     MergedColumnParallelLinear(int64_t in_features, std::vector<int64_t> output_sizes_total, DType dtype,
                                const ParallelConfig& parallel);
     Status load_weight(const TensorInfo& src, int shard_index);
 
-private:
+  private:
     std::vector<int64_t> output_sizes_total_;
     ParallelConfig parallel_;
 };

@@ -49,7 +49,8 @@ void fill_random(const std::string& name, DType dtype, int64_t numel, uint64_t s
             int64_t count = std::min(kBlock, numel - begin);
             for (int64_t i = 0; i < count; ++i)
                 values[i] = mean + std * approx_normal(splitmix64(key + uint64_t(begin + i)));
-            convert_from_f32(values, static_cast<unsigned char*>(data) + size_t(begin) * dtype_size_bytes(dtype),
+            convert_from_f32(values,
+                             static_cast<unsigned char*>(data) + size_t(begin) * dtype_size_bytes(dtype),
                              dtype, size_t(count));
         }
     });
@@ -79,7 +80,8 @@ Status write_random_file(const std::string& path, const std::vector<TensorToWrit
 }
 
 // Greedy split in file order: a new shard starts when the next tensor would overflow.
-std::vector<std::vector<TensorToWrite>> split_shards(const std::vector<TensorToWrite>& layout, int64_t max_bytes) {
+std::vector<std::vector<TensorToWrite>> split_shards(const std::vector<TensorToWrite>& layout,
+                                                     int64_t max_bytes) {
     std::vector<std::vector<TensorToWrite>> shards(1);
     int64_t shard_bytes = 0;
     for (const TensorToWrite& tensor : layout) {
@@ -101,7 +103,8 @@ Status write_sharded(const std::string& out_dir, const std::vector<TensorToWrite
     size_t total_bytes = 0;
     for (size_t i = 0; i < shards.size(); ++i) {
         std::string file_name = fmt::format("model-{:05d}-of-{:05d}.safetensors", i + 1, shards.size());
-        LMRUN_RETURN_IF_ERROR(write_random_file((fs::path(out_dir) / file_name).string(), shards[i], options, buffer));
+        LMRUN_RETURN_IF_ERROR(
+            write_random_file((fs::path(out_dir) / file_name).string(), shards[i], options, buffer));
         for (const TensorToWrite& tensor : shards[i]) {
             weight_map[tensor.name] = file_name;
             total_bytes += tensor_nbytes(tensor.dtype, tensor.shape);
@@ -143,7 +146,8 @@ void add_layer_tensors(const ModelConfig& c, int64_t layer, DType dtype, std::ve
 std::vector<TensorToWrite> hf_checkpoint_layout(const ModelConfig& config, DType dtype) {
     std::vector<TensorToWrite> layout;
     layout.push_back({"model.embed_tokens.weight", dtype, {config.vocab_size, config.hidden_size}, nullptr});
-    for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer) add_layer_tensors(config, layer, dtype, layout);
+    for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer)
+        add_layer_tensors(config, layer, dtype, layout);
     layout.push_back({"model.norm.weight", dtype, {config.hidden_size}, nullptr});
     if (!config.tie_word_embeddings)
         layout.push_back({"lm_head.weight", dtype, {config.vocab_size, config.hidden_size}, nullptr});
@@ -152,7 +156,8 @@ std::vector<TensorToWrite> hf_checkpoint_layout(const ModelConfig& config, DType
 
 Status write_random_checkpoint(const std::string& out_dir, const RandomCheckpointOptions& options) {
     if (options.dtype != DType::F32 && options.dtype != DType::BF16 && options.dtype != DType::F16)
-        return make_error("{}: random checkpoints are F32, BF16 or F16, not {}", out_dir, dtype_name(options.dtype));
+        return make_error("{}: random checkpoints are F32, BF16 or F16, not {}", out_dir,
+                          dtype_name(options.dtype));
     if (options.max_shard_bytes < 0) return make_error("{}: max_shard_bytes must be >= 0", out_dir);
     ModelConfig config = options.config;
     config.torch_dtype = options.dtype;

@@ -8,7 +8,7 @@
 namespace lmrun {
 
 class RMSNorm {
-public:
+  public:
     RMSNorm(int64_t dim, double eps);
     Status load_weight(const TensorInfo& src);
     // y = norm(x)
@@ -19,7 +19,7 @@ public:
     const float* weight() const { return weight_.data<float>(); }
     float eps() const { return eps_; }
 
-private:
+  private:
     int64_t dim_;
     float eps_;
     Tensor weight_;  // F32 [dim]

@@ -68,7 +68,9 @@ int64_t TensorInfo::numel() const {
     return count;
 }
 
-std::string TensorInfo::shape_string() const { return shape_to_string(shape); }
+std::string TensorInfo::shape_string() const {
+    return shape_to_string(shape);
+}
 
 std::string shape_to_string(const std::vector<int64_t>& shape) {
     std::string text = "[";
@@ -100,9 +102,10 @@ Status SafetensorsFile::parse_header() {
     uint64_t header_bytes = 0;
     for (size_t i = 0; i < kHeaderSizeBytes; ++i) header_bytes |= uint64_t(file_->data()[i]) << (8 * i);
     if (header_bytes > file_bytes - kHeaderSizeBytes)
-        return make_error("{}: header size {} bytes goes beyond the end of the file ({} bytes); truncated or not "
-                          "a safetensors file",
-                          file_path, header_bytes, file_bytes);
+        return make_error(
+            "{}: header size {} bytes goes beyond the end of the file ({} bytes); truncated or not "
+            "a safetensors file",
+            file_path, header_bytes, file_bytes);
     const char* header_begin = reinterpret_cast<const char*>(file_->data()) + kHeaderSizeBytes;
     nlohmann::json header = nlohmann::json::parse(header_begin, header_begin + header_bytes, nullptr,
                                                   /*allow_exceptions=*/false);
@@ -124,22 +127,23 @@ Status SafetensorsFile::parse_header() {
             return make_error("{}: missing or non-string 'dtype'", where);
         std::optional<DType> dtype = parse_safetensors_dtype(dtype_it->get<std::string>());
         if (!dtype)
-            return make_error("{}: unsupported dtype '{}' (supported: {})", where, dtype_it->get<std::string>(),
-                              kSupportedDTypes);
+            return make_error("{}: unsupported dtype '{}' (supported: {})", where,
+                              dtype_it->get<std::string>(), kSupportedDTypes);
         LMRUN_ASSIGN_OR_RETURN(std::vector<int64_t> shape, parse_shape(entry, where));
         LMRUN_ASSIGN_OR_RETURN(uint64_t nbytes, shape_nbytes(shape, *dtype, where));
         LMRUN_ASSIGN_OR_RETURN(auto offsets, parse_offsets(entry, where));
         auto [begin, end] = offsets;
         if (end - begin != nbytes)
-            return make_error("{}: data_offsets [{}, {}] span {} bytes but shape {} of {} needs {} bytes", where,
-                              begin, end, end - begin, shape_to_string(shape), dtype_name(*dtype), nbytes);
+            return make_error("{}: data_offsets [{}, {}] span {} bytes but shape {} of {} needs {} bytes",
+                              where, begin, end, end - begin, shape_to_string(shape), dtype_name(*dtype),
+                              nbytes);
         // Overlapping or out-of-order tensors are tolerated; only the bounds matter for safety.
         if (end > buffer_bytes)
-            return make_error("{}: data_offsets [{}, {}] go beyond the {}-byte data buffer (file truncated?)", where,
-                              begin, end, buffer_bytes);
+            return make_error("{}: data_offsets [{}, {}] go beyond the {}-byte data buffer (file truncated?)",
+                              where, begin, end, buffer_bytes);
         index_by_name_[it.key()] = tensors_.size();
-        tensors_.push_back(TensorInfo{it.key(), *dtype, std::move(shape), buffer + begin, size_t(nbytes),
-                                      file_path});
+        tensors_.push_back(
+            TensorInfo{it.key(), *dtype, std::move(shape), buffer + begin, size_t(nbytes), file_path});
     }
     return ok_status();
 }

@@ -35,7 +35,7 @@ struct TensorInfo {
 std::string shape_to_string(const std::vector<int64_t>& shape);
 
 class SafetensorsFile {
-public:
+  public:
     static Result<SafetensorsFile> open(const std::string& path);
 
     const std::string& path() const { return file_->path(); }
@@ -44,7 +44,7 @@ public:
     const TensorInfo* find(std::string_view name) const;
     const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
-private:
+  private:
     SafetensorsFile() = default;
     Status parse_header();
 

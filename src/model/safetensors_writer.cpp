@@ -16,7 +16,9 @@ size_t tensor_nbytes(DType dtype, const std::vector<int64_t>& shape) {
     return total;
 }
 
-void SafetensorsWriter::FileCloser::operator()(std::FILE* file) const { std::fclose(file); }
+void SafetensorsWriter::FileCloser::operator()(std::FILE* file) const {
+    std::fclose(file);
+}
 
 Result<SafetensorsWriter> SafetensorsWriter::create(const std::string& path,
                                                     const std::vector<TensorToWrite>& tensors,
@@ -30,7 +32,8 @@ Result<SafetensorsWriter> SafetensorsWriter::create(const std::string& path,
     for (const TensorToWrite& tensor : tensors) {
         if (tensor.name.empty() || tensor.name == "__metadata__")
             return make_error("{}: invalid tensor name '{}'", path, tensor.name);
-        if (!seen.insert(tensor.name).second) return make_error("{}: duplicate tensor name '{}'", path, tensor.name);
+        if (!seen.insert(tensor.name).second)
+            return make_error("{}: duplicate tensor name '{}'", path, tensor.name);
         for (int64_t dim : tensor.shape)
             if (dim < 0)
                 return make_error("{}: tensor '{}' has negative shape {}", path, tensor.name,
@@ -61,8 +64,8 @@ Status SafetensorsWriter::write_next(const void* data, size_t nbytes) {
     if (next_tensor_ >= tensor_nbytes_.size())
         return make_error("{}: more tensors written than declared ({})", path_, tensor_nbytes_.size());
     if (nbytes != tensor_nbytes_[next_tensor_])
-        return make_error("{}: tensor '{}' has {} bytes of data, expected {}", path_, tensor_names_[next_tensor_],
-                          nbytes, tensor_nbytes_[next_tensor_]);
+        return make_error("{}: tensor '{}' has {} bytes of data, expected {}", path_,
+                          tensor_names_[next_tensor_], nbytes, tensor_nbytes_[next_tensor_]);
     if (nbytes > 0 && std::fwrite(data, 1, nbytes, file_.get()) != nbytes)
         return make_error("{}: write failed: {}", path_, std::strerror(errno));
     ++next_tensor_;
@@ -72,7 +75,8 @@ Status SafetensorsWriter::write_next(const void* data, size_t nbytes) {
 Status SafetensorsWriter::finish() {
     if (!file_) return make_error("{}: writer is closed", path_);
     if (next_tensor_ != tensor_nbytes_.size())
-        return make_error("{}: only {} of {} tensors were written", path_, next_tensor_, tensor_nbytes_.size());
+        return make_error("{}: only {} of {} tensors were written", path_, next_tensor_,
+                          tensor_nbytes_.size());
     std::FILE* file = file_.release();
     if (std::fclose(file) != 0) return make_error("{}: close failed: {}", path_, std::strerror(errno));
     return ok_status();

@@ -28,17 +28,18 @@ struct TensorToWrite {
 size_t tensor_nbytes(DType dtype, const std::vector<int64_t>& shape);
 
 class SafetensorsWriter {
-public:
+  public:
     // Validates names (non-empty, unique, not "__metadata__") and shapes, writes the header.
     // The `data` fields of `tensors` are ignored.
-    static Result<SafetensorsWriter> create(const std::string& path, const std::vector<TensorToWrite>& tensors,
+    static Result<SafetensorsWriter> create(const std::string& path,
+                                            const std::vector<TensorToWrite>& tensors,
                                             const std::map<std::string, std::string>& metadata = {});
     // Appends the data of the next tensor, in the order given to create().
     Status write_next(const void* data, size_t nbytes);
     // Checks every tensor was written and closes the file.
     Status finish();
 
-private:
+  private:
     struct FileCloser {
         void operator()(std::FILE* file) const;
     };

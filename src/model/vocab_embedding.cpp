@@ -17,7 +17,8 @@ Status VocabParallelEmbedding::load_weight(const TensorInfo& src) {
 
 void VocabParallelEmbedding::forward(const int32_t* token_ids, int64_t num_tokens, float* out) const {
     // Tensor parallelism > 1 would zero the rows of ids outside this rank's range and all-reduce.
-    if (!tied_head_.empty()) return kernels::embedding_lookup_packed(token_ids, num_tokens, tied_head_.packed(), out);
+    if (!tied_head_.empty())
+        return kernels::embedding_lookup_packed(token_ids, num_tokens, tied_head_.packed(), out);
     kernels::embedding_lookup(token_ids, num_tokens, table_.raw(), table_.dtype(), hidden_size_, out);
 }
 
@@ -28,7 +29,8 @@ void VocabParallelEmbedding::share_with(const kernels::LinearWeight& head) {
     table_ = Tensor();
 }
 
-ParallelLMHead::ParallelLMHead(int64_t vocab_size, int64_t hidden_size, DType dtype, const ParallelConfig& parallel)
+ParallelLMHead::ParallelLMHead(int64_t vocab_size, int64_t hidden_size, DType dtype,
+                               const ParallelConfig& parallel)
     : vocab_size_(vocab_size), hidden_size_(hidden_size), dtype_(dtype), parallel_(parallel) {}
 
 Status ParallelLMHead::load_weight(const TensorInfo& src) {
@@ -37,7 +39,9 @@ Status ParallelLMHead::load_weight(const TensorInfo& src) {
     return load_vocab_parallel(src, staged_weight_, parallel_);
 }
 
-void ParallelLMHead::tie_to(const VocabParallelEmbedding& embedding) { staged_weight_ = embedding.table(); }
+void ParallelLMHead::tie_to(const VocabParallelEmbedding& embedding) {
+    staged_weight_ = embedding.table();
+}
 
 void ParallelLMHead::finalize() {
     LMRUN_CHECK(!staged_weight_.empty(), "LM head has no weight (neither loaded nor tied)");
@@ -47,7 +51,8 @@ void ParallelLMHead::finalize() {
 }
 
 void ParallelLMHead::forward(const float* hidden, int64_t num_rows, float* logits, LinearPath path) const {
-    if (path == LinearPath::AllocationFree) return kernels::linear_allocation_free(hidden, num_rows, packed_, nullptr, logits);
+    if (path == LinearPath::AllocationFree)
+        return kernels::linear_allocation_free(hidden, num_rows, packed_, nullptr, logits);
     kernels::linear(hidden, num_rows, packed_, nullptr, logits);
 }
 

@@ -13,8 +13,9 @@
 namespace lmrun {
 
 class VocabParallelEmbedding {
-public:
-    VocabParallelEmbedding(int64_t vocab_size, int64_t hidden_size, DType dtype, const ParallelConfig& parallel);
+  public:
+    VocabParallelEmbedding(int64_t vocab_size, int64_t hidden_size, DType dtype,
+                           const ParallelConfig& parallel);
     Status load_weight(const TensorInfo& src);
     // out[num_tokens, hidden] = table[token_ids]
     void forward(const int32_t* token_ids, int64_t num_tokens, float* out) const;
@@ -24,7 +25,7 @@ public:
     void share_with(const kernels::LinearWeight& head);
     int64_t vocab_size() const { return vocab_size_; }
 
-private:
+  private:
     int64_t vocab_size_;
     int64_t hidden_size_;
     Tensor table_;  // [vocab_size / tp, hidden] in the storage dtype
@@ -33,7 +34,7 @@ private:
 };
 
 class ParallelLMHead {
-public:
+  public:
     ParallelLMHead(int64_t vocab_size, int64_t hidden_size, DType dtype, const ParallelConfig& parallel);
     Status load_weight(const TensorInfo& src);
     // Ties the head to the embedding table (no lm_head.weight needed).
@@ -45,7 +46,7 @@ public:
     size_t weight_nbytes() const { return packed_.nbytes(); }
     const kernels::LinearWeight& packed() const { return packed_; }
 
-private:
+  private:
     int64_t vocab_size_;
     int64_t hidden_size_;
     DType dtype_;

@@ -9,7 +9,9 @@
 namespace lmrun {
 namespace {
 
-bool is_float(DType dtype) { return dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::F16; }
+bool is_float(DType dtype) {
+    return dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::F16;
+}
 
 // What one loader copies: src viewed as [rows, src_cols]; a block of num_rows x num_cols
 // starting at (src_row, src_col) goes to dst rows [dst_row, dst_row + num_rows) (dst rows
@@ -24,26 +26,28 @@ struct ShardCopy {
 };
 
 std::string tp_note(const ParallelConfig& parallel) {
-    return parallel.tp_size > 1 ? fmt::format(" (full checkpoint shape for tp_size {})", parallel.tp_size) : "";
+    return parallel.tp_size > 1 ? fmt::format(" (full checkpoint shape for tp_size {})", parallel.tp_size)
+                                : "";
 }
 
 Status check_inputs(const TensorInfo& src, const Tensor& dst, const ParallelConfig& parallel) {
     if (parallel.tp_size < 1 || parallel.tp_rank < 0 || parallel.tp_rank >= parallel.tp_size)
-        return make_error("{}: tensor '{}': invalid tensor-parallel rank {} of size {}", src.file_path, src.name,
-                          parallel.tp_rank, parallel.tp_size);
+        return make_error("{}: tensor '{}': invalid tensor-parallel rank {} of size {}", src.file_path,
+                          src.name, parallel.tp_rank, parallel.tp_size);
     if (!is_float(src.dtype))
-        return make_error("{}: tensor '{}' has dtype {}, expected a float type (F32, BF16, F16)", src.file_path,
-                          src.name, dtype_name(src.dtype));
+        return make_error("{}: tensor '{}' has dtype {}, expected a float type (F32, BF16, F16)",
+                          src.file_path, src.name, dtype_name(src.dtype));
     if (!is_float(dst.dtype()) || (dst.empty() && dst.numel() != 0))
-        return make_error("{}: tensor '{}': destination must be an allocated F32/BF16/F16 tensor", src.file_path,
-                          src.name);
+        return make_error("{}: tensor '{}': destination must be an allocated F32/BF16/F16 tensor",
+                          src.file_path, src.name);
     return ok_status();
 }
 
-Status check_shape(const TensorInfo& src, const std::vector<int64_t>& expected, const ParallelConfig& parallel) {
+Status check_shape(const TensorInfo& src, const std::vector<int64_t>& expected,
+                   const ParallelConfig& parallel) {
     if (src.shape == expected) return ok_status();
-    return make_error("{}: tensor '{}' has shape {}, expected {}{}", src.file_path, src.name, src.shape_string(),
-                      shape_to_string(expected), tp_note(parallel));
+    return make_error("{}: tensor '{}' has shape {}, expected {}{}", src.file_path, src.name,
+                      src.shape_string(), shape_to_string(expected), tp_note(parallel));
 }
 
 // Converts `count` elements; `src` may be unaligned (safetensors only promises byte offsets).
@@ -88,7 +92,8 @@ Status copy_shard(const TensorInfo& src, Tensor& dst, const ShardCopy& copy, con
         std::vector<unsigned char> aligned;
         std::vector<float> floats;
         for (int64_t row = begin; row < end; ++row) {
-            const unsigned char* from = src_base + (size_t(copy.src_row + row) * src_cols + copy.src_col) * src_elem;
+            const unsigned char* from =
+                src_base + (size_t(copy.src_row + row) * src_cols + copy.src_col) * src_elem;
             unsigned char* to = dst_base + size_t(copy.dst_row + row) * dst_cols * dst_elem;
             convert_row(from, src.dtype, to, dst.dtype(), copy.num_cols, aligned, floats);
         }
@@ -96,7 +101,9 @@ Status copy_shard(const TensorInfo& src, Tensor& dst, const ShardCopy& copy, con
     return ok_status();
 }
 
-int64_t cols_of(const Tensor& dst) { return dst.rank() <= 1 ? 1 : dst.numel() / dst.dim(0); }
+int64_t cols_of(const Tensor& dst) {
+    return dst.rank() <= 1 ? 1 : dst.numel() / dst.dim(0);
+}
 
 }  // namespace
 
@@ -109,7 +116,8 @@ Status load_replicated(const TensorInfo& src, Tensor& dst) {
 }
 
 Status load_column_parallel(const TensorInfo& src, Tensor& dst, const ParallelConfig& parallel) {
-    if (dst.rank() < 1) return make_error("{}: tensor '{}': column-parallel needs rank >= 1", src.file_path, src.name);
+    if (dst.rank() < 1)
+        return make_error("{}: tensor '{}': column-parallel needs rank >= 1", src.file_path, src.name);
     ShardCopy copy;
     copy.expected_src_shape = dst.shape();
     copy.expected_src_shape[0] *= parallel.tp_size;
@@ -122,7 +130,8 @@ Status load_column_parallel(const TensorInfo& src, Tensor& dst, const ParallelCo
 Status load_row_parallel(const TensorInfo& src, Tensor& dst, const ParallelConfig& parallel) {
     if (dst.rank() == 1) return load_replicated(src, dst);  // a bias is added once, after the reduction
     if (dst.rank() != 2)
-        return make_error("{}: tensor '{}': row-parallel needs a 2-D or 1-D parameter", src.file_path, src.name);
+        return make_error("{}: tensor '{}': row-parallel needs a 2-D or 1-D parameter", src.file_path,
+                          src.name);
     ShardCopy copy;
     copy.expected_src_shape = {dst.dim(0), dst.dim(1) * parallel.tp_size};
     copy.src_row = 0;
@@ -132,21 +141,21 @@ Status load_row_parallel(const TensorInfo& src, Tensor& dst, const ParallelConfi
     return copy_shard(src, dst, copy, parallel);
 }
 
-Status load_qkv_shard(const TensorInfo& src, Tensor& dst, QkvShard shard, int64_t num_heads, int64_t num_kv_heads,
-                      int64_t head_dim, const ParallelConfig& parallel) {
+Status load_qkv_shard(const TensorInfo& src, Tensor& dst, QkvShard shard, int64_t num_heads,
+                      int64_t num_kv_heads, int64_t head_dim, const ParallelConfig& parallel) {
     int64_t tp = parallel.tp_size;
     if (num_heads <= 0 || num_kv_heads <= 0 || head_dim <= 0 || tp < 1 || num_heads % tp != 0 ||
         (num_kv_heads >= tp ? num_kv_heads % tp != 0 : tp % num_kv_heads != 0))
-        return make_error("{}: tensor '{}': {} heads / {} kv heads cannot be split over tp_size {}", src.file_path,
-                          src.name, num_heads, num_kv_heads, tp);
+        return make_error("{}: tensor '{}': {} heads / {} kv heads cannot be split over tp_size {}",
+                          src.file_path, src.name, num_heads, num_kv_heads, tp);
     if (dst.rank() < 1 || dst.rank() > 2)
         return make_error("{}: tensor '{}': qkv parameter must be 1-D or 2-D", src.file_path, src.name);
     int64_t local_q_heads = num_heads / tp;
     int64_t local_kv_heads = std::max<int64_t>(1, num_kv_heads / tp);
     int64_t packed_rows = (local_q_heads + 2 * local_kv_heads) * head_dim;
     if (dst.dim(0) != packed_rows)
-        return make_error("{}: tensor '{}': packed qkv parameter has {} rows, expected {}", src.file_path, src.name,
-                          dst.dim(0), packed_rows);
+        return make_error("{}: tensor '{}': packed qkv parameter has {} rows, expected {}", src.file_path,
+                          src.name, dst.dim(0), packed_rows);
     bool is_q = shard == QkvShard::Q;
     int64_t local_heads = is_q ? local_q_heads : local_kv_heads;
     int64_t first_head = parallel.tp_rank * local_heads;
@@ -158,26 +167,26 @@ Status load_qkv_shard(const TensorInfo& src, Tensor& dst, QkvShard shard, int64_
     copy.src_row = first_head * head_dim;
     copy.num_rows = local_heads * head_dim;
     copy.num_cols = cols_of(dst);
-    copy.dst_row = shard == QkvShard::Q ? 0
+    copy.dst_row = shard == QkvShard::Q   ? 0
                    : shard == QkvShard::K ? local_q_heads * head_dim
                                           : (local_q_heads + local_kv_heads) * head_dim;
     return copy_shard(src, dst, copy, parallel);
 }
 
-Status load_merged_column_shard(const TensorInfo& src, Tensor& dst, int index, std::span<const int64_t> output_sizes,
-                                const ParallelConfig& parallel) {
+Status load_merged_column_shard(const TensorInfo& src, Tensor& dst, int index,
+                                std::span<const int64_t> output_sizes, const ParallelConfig& parallel) {
     int64_t tp = parallel.tp_size;
     if (index < 0 || size_t(index) >= output_sizes.size() || tp < 1 || dst.rank() < 1)
-        return make_error("{}: tensor '{}': bad merged-column index {} of {} outputs", src.file_path, src.name, index,
-                          output_sizes.size());
+        return make_error("{}: tensor '{}': bad merged-column index {} of {} outputs", src.file_path,
+                          src.name, index, output_sizes.size());
     for (int64_t size : output_sizes)
         if (size <= 0 || size % tp != 0)
-            return make_error("{}: tensor '{}': output size {} cannot be split over tp_size {}", src.file_path,
-                              src.name, size, tp);
+            return make_error("{}: tensor '{}': output size {} cannot be split over tp_size {}",
+                              src.file_path, src.name, size, tp);
     int64_t total = std::accumulate(output_sizes.begin(), output_sizes.end(), int64_t(0));
     if (dst.dim(0) != total / tp)
-        return make_error("{}: tensor '{}': merged parameter has {} rows, expected {}", src.file_path, src.name,
-                          dst.dim(0), total / tp);
+        return make_error("{}: tensor '{}': merged parameter has {} rows, expected {}", src.file_path,
+                          src.name, dst.dim(0), total / tp);
     int64_t local_rows = output_sizes[index] / tp;
     ShardCopy copy;
     copy.expected_src_shape = dst.shape();
@@ -191,13 +200,14 @@ Status load_merged_column_shard(const TensorInfo& src, Tensor& dst, int index, s
 
 Status load_vocab_parallel(const TensorInfo& src, Tensor& dst, const ParallelConfig& parallel) {
     if (dst.rank() != 2 || src.shape.size() != 2)
-        return make_error("{}: tensor '{}' has shape {}, expected a 2-D [vocab, hidden] tensor", src.file_path,
-                          src.name, src.shape_string());
+        return make_error("{}: tensor '{}' has shape {}, expected a 2-D [vocab, hidden] tensor",
+                          src.file_path, src.name, src.shape_string());
     int64_t rows_per_rank = dst.dim(0);
     int64_t vocab = src.shape[0];
     if (vocab > rows_per_rank * parallel.tp_size || src.shape[1] != dst.dim(1))
         return make_error("{}: tensor '{}' has shape {}, expected [<= {}, {}]{}", src.file_path, src.name,
-                          src.shape_string(), rows_per_rank * parallel.tp_size, dst.dim(1), tp_note(parallel));
+                          src.shape_string(), rows_per_rank * parallel.tp_size, dst.dim(1),
+                          tp_note(parallel));
     int64_t begin = std::min(vocab, int64_t(parallel.tp_rank) * rows_per_rank);
     int64_t end = std::min(vocab, begin + rows_per_rank);
     ShardCopy copy;

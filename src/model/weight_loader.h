@@ -32,12 +32,12 @@ enum class QkvShard { Q, K, V };
 // dst: packed [(num_heads / tp + 2 * local_kv_heads) * head_dim, in] (or 1-D for biases),
 // q rows first, then k, then v; local_kv_heads = max(1, num_kv_heads / tp). When
 // num_kv_heads < tp_size each kv head is replicated on tp_size / num_kv_heads ranks.
-Status load_qkv_shard(const TensorInfo& src, Tensor& dst, QkvShard shard, int64_t num_heads, int64_t num_kv_heads,
-                      int64_t head_dim, const ParallelConfig& parallel);
+Status load_qkv_shard(const TensorInfo& src, Tensor& dst, QkvShard shard, int64_t num_heads,
+                      int64_t num_kv_heads, int64_t head_dim, const ParallelConfig& parallel);
 // dst: packed rows of several column-parallel outputs (e.g. gate then up, full sizes
 // `output_sizes`); fills this rank's part of output `index`.
-Status load_merged_column_shard(const TensorInfo& src, Tensor& dst, int index, std::span<const int64_t> output_sizes,
-                                const ParallelConfig& parallel);
+Status load_merged_column_shard(const TensorInfo& src, Tensor& dst, int index,
+                                std::span<const int64_t> output_sizes, const ParallelConfig& parallel);
 // Embedding / LM head [vocab, hidden]: dst [rows_per_rank, hidden] gets vocab rows
 // [rank * rows_per_rank, ...); rows past vocab_size (padding) are zero.
 Status load_vocab_parallel(const TensorInfo& src, Tensor& dst, const ParallelConfig& parallel);

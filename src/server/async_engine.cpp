@@ -21,15 +21,20 @@ struct AsyncEngine::Tracker {
     int64_t num_generation_tokens = 0;
 };
 
-AsyncEngine::AsyncEngine(std::unique_ptr<LLMEngine> engine, AsyncEngineOptions options, ServerMetrics& metrics)
+AsyncEngine::AsyncEngine(std::unique_ptr<LLMEngine> engine, AsyncEngineOptions options,
+                         ServerMetrics& metrics)
     : engine_(std::move(engine)),
       options_(options),
       metrics_(metrics),
       block_size_(engine_->block_manager().block_size()) {}
 
-AsyncEngine::~AsyncEngine() { stop(); }
+AsyncEngine::~AsyncEngine() {
+    stop();
+}
 
-void AsyncEngine::start() { thread_ = std::thread([this] { run(); }); }
+void AsyncEngine::start() {
+    thread_ = std::thread([this] { run(); });
+}
 
 AdmitResult AsyncEngine::submit(std::shared_ptr<RequestStream> stream, std::vector<EngineRequest> requests) {
     int64_t num_sequences = 0;
@@ -155,8 +160,9 @@ void AsyncEngine::add_to_engine(Submission& submission) {
         Tracker* raw = tracker.get();
         trackers_[ids[p]] = std::move(tracker);
         metrics_.add_prompt_tokens(raw->num_prompt_tokens);
-        Status added = engine_->add_request(ids[p], std::move(request.prompt_ids), request.params,
-                                            [this, raw](const CompletionDelta& delta) { on_delta(*raw, delta); });
+        Status added =
+            engine_->add_request(ids[p], std::move(request.prompt_ids), request.params,
+                                 [this, raw](const CompletionDelta& delta) { on_delta(*raw, delta); });
         if (added.ok()) continue;
         // The HTTP layer validated everything the engine checks, so this is a bug, not bad input.
         RequestOutput output;

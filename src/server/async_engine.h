@@ -39,7 +39,7 @@ struct EngineRequest {
 enum class AdmitResult { Accepted, QueueFull, TooLarge, ShuttingDown };
 
 class AsyncEngine {
-public:
+  public:
     AsyncEngine(std::unique_ptr<LLMEngine> engine, AsyncEngineOptions options, ServerMetrics& metrics);
     ~AsyncEngine();
 
@@ -60,7 +60,7 @@ public:
     int64_t admission_limit() const { return options_.max_num_seqs + options_.max_queued_requests; }
     int64_t num_admitted_sequences() const;
 
-private:
+  private:
     struct Tracker;
     struct Submission {
         std::shared_ptr<RequestStream> stream;

@@ -32,11 +32,12 @@ void handle_completions(EndpointContext& context, const httplib::Request& req, h
     for (const PromptInput& prompt : request.prompts) {
         EngineRequest engine_request;
         engine_request.params = request.params;
-        if (auto error = context.prompts.encode_prompt(prompt, request.add_special_tokens, engine_request.prompt_ids)) {
+        if (auto error = context.prompts.encode_prompt(prompt, request.add_special_tokens,
+                                                       engine_request.prompt_ids)) {
             return send_error(res, *error);
         }
-        if (auto error = context.prompts.fit_to_context(engine_request.prompt_ids, request.max_tokens_given, "prompt",
-                                                        engine_request.params)) {
+        if (auto error = context.prompts.fit_to_context(engine_request.prompt_ids, request.max_tokens_given,
+                                                        "prompt", engine_request.params)) {
             return send_error(res, *error);
         }
         if (request.echo) {
@@ -57,9 +58,10 @@ void handle_chat_completions(EndpointContext& context, const httplib::Request& r
     GenerationPlan plan = plan_for(context, request, ApiKind::Chat);
     EngineRequest engine_request;
     engine_request.params = request.params;
-    if (auto error = context.prompts.encode_chat(request, engine_request.prompt_ids)) return send_error(res, *error);
-    if (auto error = context.prompts.fit_to_context(engine_request.prompt_ids, request.max_tokens_given, "messages",
-                                                    engine_request.params)) {
+    if (auto error = context.prompts.encode_chat(request, engine_request.prompt_ids))
+        return send_error(res, *error);
+    if (auto error = context.prompts.fit_to_context(engine_request.prompt_ids, request.max_tokens_given,
+                                                    "messages", engine_request.params)) {
         return send_error(res, *error);
     }
     plan.requests.push_back(std::move(engine_request));

@@ -24,14 +24,15 @@ Usage usage_of(const std::vector<RequestOutput>& outputs) {
 struct StreamState {
     GenerationPlan plan;
     std::shared_ptr<RequestStream> stream;
-    std::vector<int64_t> text_offsets;   // per choice: completion bytes so far (completions logprobs)
-    std::vector<bool> started;           // per choice: echo / role already sent
+    std::vector<int64_t> text_offsets;  // per choice: completion bytes so far (completions logprobs)
+    std::vector<bool> started;          // per choice: echo / role already sent
     Usage usage;
     bool header_sent = false;
     bool done = false;
 };
 
-std::string format_completion_delta(StreamState& state, const CompletionDelta& delta, const TokenTextFn& token_text) {
+std::string format_completion_delta(StreamState& state, const CompletionDelta& delta,
+                                    const TokenTextFn& token_text) {
     const size_t index = size_t(delta.index);
     std::string text = delta.text;
     if (!state.started[index]) {
@@ -42,19 +43,22 @@ std::string format_completion_delta(StreamState& state, const CompletionDelta& d
     Json logprobs = nullptr;
     if (state.plan.logprobs && !delta.logprobs.empty()) {
         logprobs = completion_logprobs(delta.logprobs, token_text, state.text_offsets[index]);
-        for (const TokenLogprob& entry : delta.logprobs) state.text_offsets[index] += int64_t(token_text(entry.token_id).size());
+        for (const TokenLogprob& entry : delta.logprobs)
+            state.text_offsets[index] += int64_t(token_text(entry.token_id).size());
     }
     if (text.empty() && !delta.finished && logprobs.is_null() && !state.plan.return_token_ids) return {};
-    Json chunk = completion_chunk(state.plan.header, delta.index, text, std::move(logprobs), delta.finish_reason,
-                                  state.plan.include_usage);
+    Json chunk = completion_chunk(state.plan.header, delta.index, text, std::move(logprobs),
+                                  delta.finish_reason, state.plan.include_usage);
     if (state.plan.return_token_ids) chunk["choices"][0]["token_ids"] = delta.token_ids;
     return sse_event(chunk);
 }
 
-std::string format_chat_delta(StreamState& state, const CompletionDelta& delta, const TokenTextFn& token_text) {
+std::string format_chat_delta(StreamState& state, const CompletionDelta& delta,
+                              const TokenTextFn& token_text) {
     Json logprobs = nullptr;
     if (state.plan.logprobs && !delta.logprobs.empty()) logprobs = chat_logprobs(delta.logprobs, token_text);
-    if (delta.text.empty() && !delta.finished && logprobs.is_null() && !state.plan.return_token_ids) return {};
+    if (delta.text.empty() && !delta.finished && logprobs.is_null() && !state.plan.return_token_ids)
+        return {};
     Json content = Json::object();
     if (!delta.text.empty() || !delta.finished) content["content"] = delta.text;
     Json chunk = chat_chunk(state.plan.header, delta.index, std::move(content), std::move(logprobs),
@@ -89,8 +93,8 @@ std::string format_stream_header(StreamState& state) {
     if (state.plan.kind != ApiKind::Chat) return out;
     const int32_t num_choices = int32_t(state.plan.requests.size()) * state.plan.n;
     for (int32_t index = 0; index < num_choices; ++index) {
-        out += sse_event(chat_chunk(state.plan.header, index, Json{{"role", "assistant"}, {"content", ""}}, nullptr,
-                                    FinishReason::None, state.plan.include_usage));
+        out += sse_event(chat_chunk(state.plan.header, index, Json{{"role", "assistant"}, {"content", ""}},
+                                    nullptr, FinishReason::None, state.plan.include_usage));
     }
     return out;
 }
@@ -107,14 +111,16 @@ bool provide_chunks(EndpointContext& context, StreamState& state, httplib::DataS
         state.header_sent = true;
         out += format_stream_header(state);
     }
-    for (std::optional<StreamEvent> event = state.stream->pop(kPollSeconds); event; event = state.stream->pop(0)) {
+    for (std::optional<StreamEvent> event = state.stream->pop(kPollSeconds); event;
+         event = state.stream->pop(0)) {
         out += format_event(state, *event, token_text);
         if (out.size() > (1 << 16)) break;
     }
     const bool finished = state.stream->all_finished();
     if (finished) {
         if (state.plan.include_usage) {
-            const char* object = state.plan.kind == ApiKind::Chat ? "chat.completion.chunk" : "text_completion";
+            const char* object =
+                state.plan.kind == ApiKind::Chat ? "chat.completion.chunk" : "text_completion";
             out += sse_event(usage_chunk(state.plan.header, object, state.usage));
         }
         out += sse_done();
@@ -140,12 +146,14 @@ void respond_streaming(EndpointContext& context, std::shared_ptr<StreamState> st
         });
 }
 
-Json choices_of(EndpointContext& context, const GenerationPlan& plan, const std::vector<RequestOutput>& outputs) {
+Json choices_of(EndpointContext& context, const GenerationPlan& plan,
+                const std::vector<RequestOutput>& outputs) {
     TokenTextFn token_text = [&](int32_t id) { return context.prompts.token_text(id); };
     Json choices = Json::array();
     for (size_t p = 0; p < outputs.size(); ++p) {
         std::vector<CompletionOutput> completions = outputs[p].outputs;
-        std::sort(completions.begin(), completions.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
+        std::sort(completions.begin(), completions.end(),
+                  [](const auto& a, const auto& b) { return a.index < b.index; });
         for (const CompletionOutput& completion : completions) {
             Json logprobs = nullptr;
             Json stop_reason = stop_reason_json(completion, plan.stop_strings);
@@ -155,8 +163,8 @@ Json choices_of(EndpointContext& context, const GenerationPlan& plan, const std:
                                               completion.finish_reason, std::move(stop_reason)));
             } else {
                 if (plan.logprobs) logprobs = completion_logprobs(completion.logprobs, token_text, 0);
-                std::string text = p < plan.echo_prefixes.size() ? plan.echo_prefixes[p] + completion.text
-                                                                 : completion.text;
+                std::string text =
+                    p < plan.echo_prefixes.size() ? plan.echo_prefixes[p] + completion.text : completion.text;
                 choices.push_back(completion_choice(completion.index, text, std::move(logprobs),
                                                     completion.finish_reason, std::move(stop_reason)));
             }
@@ -176,8 +184,10 @@ void respond_whole(EndpointContext& context, const GenerationPlan& plan, Request
     for (const RequestOutput& output : outputs) {
         for (const CompletionOutput& completion : output.outputs) {
             if (completion.finish_reason == FinishReason::Error) {
-                // Refused before it produced anything (e.g. the prompt cannot fit the KV cache): the input's fault.
-                if (completion.token_ids.empty()) return send_error(res, invalid_request(completion.error_message, "prompt"));
+                // Refused before it produced anything (e.g. the prompt cannot fit the KV cache): the input's
+                // fault.
+                if (completion.token_ids.empty())
+                    return send_error(res, invalid_request(completion.error_message, "prompt"));
                 return send_error(res, internal_error(completion.error_message));
             }
             if (completion.finish_reason == FinishReason::Abort) {
@@ -186,8 +196,9 @@ void respond_whole(EndpointContext& context, const GenerationPlan& plan, Request
         }
     }
     Json choices = choices_of(context, plan, outputs);
-    Json body = plan.kind == ApiKind::Chat ? chat_response(plan.header, std::move(choices), usage_of(outputs))
-                                           : completion_response(plan.header, std::move(choices), usage_of(outputs));
+    Json body = plan.kind == ApiKind::Chat
+                    ? chat_response(plan.header, std::move(choices), usage_of(outputs))
+                    : completion_response(plan.header, std::move(choices), usage_of(outputs));
     send_json(res, body);
 }
 
@@ -208,16 +219,19 @@ void respond_generation(EndpointContext& context, GenerationPlan plan, httplib::
     for (size_t p = 0; p < plan.requests.size(); ++p) ids.push_back(plan.header.id + "-" + std::to_string(p));
     auto stream = std::make_shared<RequestStream>(std::move(ids), plan.n, plan.stream);
     switch (context.engine.submit(stream, plan.requests)) {
-        case AdmitResult::Accepted: break;
+        case AdmitResult::Accepted:
+            break;
         case AdmitResult::QueueFull:
             res.set_header("Retry-After", "1");
             return send_error(res, too_many_requests(context.engine.admission_limit()));
         case AdmitResult::TooLarge:
-            return send_error(res, invalid_request("the request asks for more completions (prompts x n) than the "
-                                                   "server admits at once (" +
-                                                       std::to_string(context.engine.admission_limit()) + ")",
-                                                   "n"));
-        case AdmitResult::ShuttingDown: return send_error(res, unavailable("the server is shutting down"));
+            return send_error(res,
+                              invalid_request("the request asks for more completions (prompts x n) than the "
+                                              "server admits at once (" +
+                                                  std::to_string(context.engine.admission_limit()) + ")",
+                                              "n"));
+        case AdmitResult::ShuttingDown:
+            return send_error(res, unavailable("the server is shutting down"));
     }
     if (!plan.stream) return respond_whole(context, plan, *stream, res);
     auto state = std::make_shared<StreamState>();

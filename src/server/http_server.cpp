@@ -53,7 +53,8 @@ void HttpServer::install_routes() {
     server.set_keep_alive_timeout(2);
     server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         ++num_active_requests_;
-        if (authorized(req.path, req.get_header_value("Authorization"))) return httplib::Server::HandlerResponse::Unhandled;
+        if (authorized(req.path, req.get_header_value("Authorization")))
+            return httplib::Server::HandlerResponse::Unhandled;
         send_error(res, unauthorized());
         return httplib::Server::HandlerResponse::Handled;
     });
@@ -70,8 +71,8 @@ void HttpServer::install_routes() {
     });
     server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return;
-        send_error(res, ApiError{res.status, "no route for " + req.method + " " + req.path, "invalid_request_error", "",
-                                 res.status == 404 ? "not_found" : ""});
+        send_error(res, ApiError{res.status, "no route for " + req.method + " " + req.path,
+                                 "invalid_request_error", "", res.status == 404 ? "not_found" : ""});
     });
     server.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
         --num_active_requests_;
@@ -92,7 +93,9 @@ Result<int> HttpServer::bind() {
     return port;
 }
 
-void HttpServer::serve() { server_->listen_after_bind(); }
+void HttpServer::serve() {
+    server_->listen_after_bind();
+}
 
 void HttpServer::shutdown(double grace_seconds) {
     draining_ = true;
@@ -103,7 +106,8 @@ void HttpServer::shutdown(double grace_seconds) {
         engine_.wait_idle(5.0);
     }
     // Streams write their last chunks after the engine finished them: let the workers get there.
-    for (int i = 0; i < 100 && num_active_requests_ > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (int i = 0; i < 100 && num_active_requests_ > 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
     server_->stop();
 }
 

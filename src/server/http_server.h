@@ -29,21 +29,22 @@ struct EndpointContext;
 
 struct HttpServerOptions {
     std::string host = "127.0.0.1";
-    int port = 8000;             // 0 = any free port (bind() returns it)
-    std::string api_key;         // empty = no auth
-    int http_threads = 512;      // concurrent connections served at once
+    int port = 8000;         // 0 = any free port (bind() returns it)
+    std::string api_key;     // empty = no auth
+    int http_threads = 512;  // concurrent connections served at once
 };
 
 class HttpServer {
-public:
-    HttpServer(HttpServerOptions options, const PromptProcessor& prompts, AsyncEngine& engine, ServerMetrics& metrics);
+  public:
+    HttpServer(HttpServerOptions options, const PromptProcessor& prompts, AsyncEngine& engine,
+               ServerMetrics& metrics);
     ~HttpServer();
 
     Result<int> bind();  // the bound port
     void serve();
     void shutdown(double grace_seconds);
 
-private:
+  private:
     void install_routes();
     bool authorized(const std::string& path, const std::string& authorization) const;
 

@@ -8,15 +8,15 @@ namespace lmrun::server {
 namespace {
 
 // vLLM's buckets, with finer low ends: a CPU step of a small model takes about a millisecond.
-const std::vector<double> kTimeToFirstTokenBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
-                                                      0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0,
-                                                      640.0, 2560.0};
-const std::vector<double> kTokenLatencyBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,
-                                                  0.3,   0.4,    0.5,   0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0,
-                                                  40.0,  80.0};
-const std::vector<double> kE2eLatencyBuckets = {0.01, 0.05, 0.1,  0.3,  0.5,  0.8,   1.0,   1.5,   2.0,   2.5,  5.0,
-                                                10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0,
-                                                1920.0, 7680.0};
+const std::vector<double> kTimeToFirstTokenBuckets = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
+                                                      0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
+                                                      20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
+const std::vector<double> kTokenLatencyBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1,
+                                                  0.15,  0.2,    0.3,   0.4,  0.5,   0.75, 1.0,   2.5,
+                                                  5.0,   7.5,    10.0,  20.0, 40.0,  80.0};
+const std::vector<double> kE2eLatencyBuckets = {0.01, 0.05, 0.1,   0.3,   0.5,   0.8,   1.0,    1.5,
+                                                2.0,  2.5,  5.0,   10.0,  15.0,  20.0,  30.0,   40.0,
+                                                50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 
 void header(std::string& out, const char* name, const char* type, const char* help) {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
@@ -27,10 +27,14 @@ void header(std::string& out, const char* name, const char* type, const char* he
 std::string escape_label_value(const std::string& value) {
     std::string escaped;
     for (char c : value) {
-        if (c == '\\') escaped += "\\\\";
-        else if (c == '"') escaped += "\\\"";
-        else if (c == '\n') escaped += "\\n";
-        else escaped += c;
+        if (c == '\\')
+            escaped += "\\\\";
+        else if (c == '"')
+            escaped += "\\\"";
+        else if (c == '\n')
+            escaped += "\\n";
+        else
+            escaped += c;
     }
     return escaped;
 }
@@ -66,7 +70,8 @@ ServerMetrics::ServerMetrics(std::string model_name)
       inter_token_latency_(kTokenLatencyBuckets),
       time_per_output_token_(kTokenLatencyBuckets),
       e2e_latency_(kE2eLatencyBuckets) {
-    for (FinishReason reason : {FinishReason::Stop, FinishReason::Length, FinishReason::Abort, FinishReason::Error}) {
+    for (FinishReason reason :
+         {FinishReason::Stop, FinishReason::Length, FinishReason::Abort, FinishReason::Error}) {
         finished_by_reason_[finish_reason_name(reason)] = 0;
     }
 }
@@ -91,7 +96,8 @@ void ServerMetrics::observe_inter_token_latency(double seconds) {
     inter_token_latency_.observe(seconds);
 }
 
-void ServerMetrics::observe_finished(FinishReason reason, double e2e_seconds, double time_per_output_token_seconds) {
+void ServerMetrics::observe_finished(FinishReason reason, double e2e_seconds,
+                                     double time_per_output_token_seconds) {
     std::lock_guard lock(mutex_);
     ++finished_by_reason_[finish_reason_name(reason)];
     e2e_latency_.observe(e2e_seconds);
@@ -116,7 +122,9 @@ EngineGauges ServerMetrics::gauges() const {
 std::string ServerMetrics::render() const {
     std::lock_guard lock(mutex_);
     std::string out;
-    auto line = [&](const char* name, auto value) { out += fmt::format("{}{{{}}} {}\n", name, labels_, value); };
+    auto line = [&](const char* name, auto value) {
+        out += fmt::format("{}{{{}}} {}\n", name, labels_, value);
+    };
     header(out, "vllm:num_requests_running", "gauge", "Sequences in the running batch.");
     line("vllm:num_requests_running", gauges_.num_running);
     header(out, "vllm:num_requests_waiting", "gauge", "Sequences waiting to be scheduled.");
@@ -135,13 +143,15 @@ std::string ServerMetrics::render() const {
     line("vllm:generation_tokens_total", generation_tokens_);
     header(out, "vllm:request_success", "counter", "Finished completions by finish reason.");
     for (const auto& [reason, count] : finished_by_reason_) {
-        out += fmt::format("vllm:request_success_total{{{},finished_reason=\"{}\"}} {}\n", labels_, reason, count);
+        out += fmt::format("vllm:request_success_total{{{},finished_reason=\"{}\"}} {}\n", labels_, reason,
+                           count);
     }
     header(out, "vllm:time_to_first_token_seconds", "histogram", "Time to first token.");
     time_to_first_token_.render("vllm:time_to_first_token_seconds", labels_, out);
     header(out, "vllm:inter_token_latency_seconds", "histogram", "Time between consecutive tokens.");
     inter_token_latency_.render("vllm:inter_token_latency_seconds", labels_, out);
-    header(out, "vllm:time_per_output_token_seconds", "histogram", "Mean time per output token of a request.");
+    header(out, "vllm:time_per_output_token_seconds", "histogram",
+           "Mean time per output token of a request.");
     time_per_output_token_.render("vllm:time_per_output_token_seconds", labels_, out);
     header(out, "vllm:e2e_request_latency_seconds", "histogram", "End-to-end request latency.");
     e2e_latency_.render("vllm:e2e_request_latency_seconds", labels_, out);

@@ -19,7 +19,7 @@
 namespace lmrun::server {
 
 class Histogram {
-public:
+  public:
     explicit Histogram(std::vector<double> upper_bounds);
     void observe(double value);
     int64_t count() const { return count_; }
@@ -27,7 +27,7 @@ public:
     // "_bucket" lines (cumulative, with le="+Inf"), "_sum" and "_count".
     void render(const std::string& name, const std::string& labels, std::string& out) const;
 
-private:
+  private:
     std::vector<double> upper_bounds_;
     std::vector<int64_t> bucket_counts_;  // non-cumulative, one per bound
     int64_t count_ = 0;
@@ -36,16 +36,16 @@ private:
 
 // Published by the engine thread after every step.
 struct EngineGauges {
-    int64_t num_running = 0;          // sequences in the running batch
-    int64_t num_waiting = 0;          // sequences queued, in the engine or not yet handed to it
-    double kv_cache_usage = 0;        // fraction of KV blocks in use
-    int64_t prefix_cache_queries = 0; // tokens
-    int64_t prefix_cache_hits = 0;    // tokens
+    int64_t num_running = 0;           // sequences in the running batch
+    int64_t num_waiting = 0;           // sequences queued, in the engine or not yet handed to it
+    double kv_cache_usage = 0;         // fraction of KV blocks in use
+    int64_t prefix_cache_queries = 0;  // tokens
+    int64_t prefix_cache_hits = 0;     // tokens
     int64_t num_preemptions = 0;
 };
 
 class ServerMetrics {
-public:
+  public:
     explicit ServerMetrics(std::string model_name);
 
     void add_prompt_tokens(int64_t count);
@@ -59,7 +59,7 @@ public:
 
     std::string render() const;
 
-private:
+  private:
     std::string labels_;  // model_name="..."
     mutable std::mutex mutex_;
     EngineGauges gauges_;

@@ -9,8 +9,8 @@ namespace {
 using Json = nlohmann::ordered_json;
 using MaybeError = std::optional<ApiError>;
 
-#define LMRUN_RETURN_IF_API_ERROR(expr)         \
-    do {                                        \
+#define LMRUN_RETURN_IF_API_ERROR(expr)                \
+    do {                                               \
         if (MaybeError error_ = (expr)) return error_; \
     } while (0)
 
@@ -28,7 +28,8 @@ ApiError wrong_type(const std::string& name, const char* expected) {
 // Integers also arrive as 2.0 from some clients; anything fractional or huge is refused.
 bool to_integer(const Json& value, int64_t& out) {
     if (value.is_number_integer()) {
-        if (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) {
+        if (value.is_number_unsigned() &&
+            value.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) {
             return false;
         }
         out = value.get<int64_t>();
@@ -110,18 +111,22 @@ MaybeError refuse_unsupported(const Json& body) {
     if (const Json* bias = find_field(body, "logit_bias"); bias && !(bias->is_object() && bias->empty())) {
         return invalid_request("logit_bias is not supported", "logit_bias");
     }
-    if (const Json* suffix = find_field(body, "suffix"); suffix && !(suffix->is_string() && suffix->get<std::string>().empty())) {
+    if (const Json* suffix = find_field(body, "suffix");
+        suffix && !(suffix->is_string() && suffix->get<std::string>().empty())) {
         return invalid_request("suffix is not supported", "suffix");
     }
-    if (const Json* best_of = find_field(body, "best_of"); best_of && !(best_of->is_number_integer() && best_of->get<int64_t>() <= 1)) {
+    if (const Json* best_of = find_field(body, "best_of");
+        best_of && !(best_of->is_number_integer() && best_of->get<int64_t>() <= 1)) {
         return invalid_request("best_of > 1 is not supported", "best_of");
     }
     bool include_stop = false;
     LMRUN_RETURN_IF_API_ERROR(read_bool(body, "include_stop_str_in_output", include_stop));
-    if (include_stop) return invalid_request("include_stop_str_in_output is not supported", "include_stop_str_in_output");
+    if (include_stop)
+        return invalid_request("include_stop_str_in_output is not supported", "include_stop_str_in_output");
     if (const Json* format = find_field(body, "response_format")) {
         if (!format->is_object() || format->value("type", std::string("text")) != "text") {
-            return invalid_request("only response_format {\"type\": \"text\"} is supported", "response_format");
+            return invalid_request("only response_format {\"type\": \"text\"} is supported",
+                                   "response_format");
         }
     }
     return std::nullopt;
@@ -192,7 +197,8 @@ MaybeError read_token_ids(const Json& array, std::vector<int32_t>& ids) {
 
 MaybeError read_prompts(const Json& body, std::vector<PromptInput>& prompts) {
     const Json* prompt = find_field(body, "prompt");
-    const char* expected = "a string, an array of strings, an array of token ids or an array of token id arrays";
+    const char* expected =
+        "a string, an array of strings, an array of token ids or an array of token id arrays";
     if (!prompt) return invalid_request("prompt is required", "prompt");
     if (prompt->is_string()) {
         prompts.push_back(PromptInput{prompt->get<std::string>(), {}, false});
@@ -226,7 +232,8 @@ std::optional<ApiError> parse_completion_request(const Json& body, CompletionReq
     if (!body.is_object()) return invalid_request("the request body must be a JSON object");
     LMRUN_RETURN_IF_API_ERROR(read_prompts(body, request.prompts));
     request.params.max_tokens = 16;  // OpenAI's default for completions
-    LMRUN_RETURN_IF_API_ERROR(read_int(body, "max_tokens", request.params.max_tokens, &request.max_tokens_given));
+    LMRUN_RETURN_IF_API_ERROR(
+        read_int(body, "max_tokens", request.params.max_tokens, &request.max_tokens_given));
     LMRUN_RETURN_IF_API_ERROR(read_sampling_fields(body, request));
     if (find_field(body, "logprobs")) {
         int32_t logprobs = 0;
@@ -244,7 +251,8 @@ std::optional<ApiError> parse_completion_request(const Json& body, CompletionReq
 
 namespace {
 
-// Content parts [{"type": "text", "text": ...}] are joined into one string, as vLLM does for text-only models.
+// Content parts [{"type": "text", "text": ...}] are joined into one string, as vLLM does for text-only
+// models.
 MaybeError normalize_content(Json& message, size_t index) {
     const std::string param = "messages[" + std::to_string(index) + "].content";
     auto content = message.find("content");
@@ -254,7 +262,8 @@ MaybeError normalize_content(Json& message, size_t index) {
     for (const Json& part : *content) {
         if (!part.is_object() || part.value("type", std::string()) != "text" || !part.contains("text") ||
             !part["text"].is_string()) {
-            return invalid_request(param + ": only parts {\"type\": \"text\", \"text\": ...} are supported", param);
+            return invalid_request(param + ": only parts {\"type\": \"text\", \"text\": ...} are supported",
+                                   param);
         }
         if (!text.empty()) text += "\n";
         text += part["text"].get<std::string>();
@@ -272,7 +281,8 @@ MaybeError read_messages(const Json& body, Json& messages) {
         Json& message = messages[i];
         const std::string param = "messages[" + std::to_string(i) + "]";
         if (!message.is_object()) return wrong_type(param, "an object");
-        if (!message.contains("role") || !message["role"].is_string()) return wrong_type(param + ".role", "a string");
+        if (!message.contains("role") || !message["role"].is_string())
+            return wrong_type(param + ".role", "a string");
         LMRUN_RETURN_IF_API_ERROR(normalize_content(message, i));
     }
     return std::nullopt;
@@ -283,10 +293,12 @@ MaybeError read_template_options(const Json& body, ChatRequest& request) {
     LMRUN_RETURN_IF_API_ERROR(read_bool(body, "add_generation_prompt", options.add_generation_prompt));
     bool continue_final = false;
     LMRUN_RETURN_IF_API_ERROR(read_bool(body, "continue_final_message", continue_final));
-    if (continue_final) return invalid_request("continue_final_message is not supported", "continue_final_message");
+    if (continue_final)
+        return invalid_request("continue_final_message is not supported", "continue_final_message");
     if (const Json* kwargs = find_field(body, "chat_template_kwargs")) {
         if (!kwargs->is_object()) return wrong_type("chat_template_kwargs", "an object");
-        for (auto it = kwargs->begin(); it != kwargs->end(); ++it) options.extra_kwargs[it.key()] = it.value();
+        for (auto it = kwargs->begin(); it != kwargs->end(); ++it)
+            options.extra_kwargs[it.key()] = it.value();
     }
     for (const char* key : {"tools", "documents"}) {
         if (const Json* value = find_field(body, key)) {
@@ -314,7 +326,8 @@ MaybeError read_chat_logprobs(const Json& body, ChatRequest& request) {
 std::optional<ApiError> parse_chat_request(const Json& body, ChatRequest& request) {
     if (!body.is_object()) return invalid_request("the request body must be a JSON object");
     LMRUN_RETURN_IF_API_ERROR(read_messages(body, request.messages));
-    LMRUN_RETURN_IF_API_ERROR(read_int(body, "max_tokens", request.params.max_tokens, &request.max_tokens_given));
+    LMRUN_RETURN_IF_API_ERROR(
+        read_int(body, "max_tokens", request.params.max_tokens, &request.max_tokens_given));
     bool completion_given = false;
     LMRUN_RETURN_IF_API_ERROR(
         read_int(body, "max_completion_tokens", request.params.max_tokens, &completion_given));

@@ -29,12 +29,12 @@ struct PromptInput {
 
 // Fields shared by both endpoints.
 struct GenerationRequest {
-    std::string model;                 // "" when the client sent none
+    std::string model;  // "" when the client sent none
     SamplingParams params;
-    bool max_tokens_given = false;     // false: the endpoint's default applies (see prompt_processor.h)
+    bool max_tokens_given = false;  // false: the endpoint's default applies (see prompt_processor.h)
     bool stream = false;
-    bool include_usage = false;        // stream_options.include_usage
-    bool return_token_ids = false;     // vLLM extension: choices carry token_ids (and prompt_token_ids)
+    bool include_usage = false;     // stream_options.include_usage
+    bool return_token_ids = false;  // vLLM extension: choices carry token_ids (and prompt_token_ids)
 };
 
 struct CompletionRequest : GenerationRequest {
@@ -44,14 +44,15 @@ struct CompletionRequest : GenerationRequest {
 };
 
 struct ChatRequest : GenerationRequest {
-    nlohmann::ordered_json messages;   // validated: [{role: string, content: string|parts|null, ...}]
+    nlohmann::ordered_json messages;  // validated: [{role: string, content: string|parts|null, ...}]
     ChatTemplateOptions template_options;
-    bool add_special_tokens = false;   // the template writes BOS itself
-    bool logprobs = false;             // chat: logprobs=true, top_logprobs=N
+    bool add_special_tokens = false;  // the template writes BOS itself
+    bool logprobs = false;            // chat: logprobs=true, top_logprobs=N
 };
 
 // Both return nullopt on success. `body` is the parsed JSON body.
-std::optional<ApiError> parse_completion_request(const nlohmann::ordered_json& body, CompletionRequest& request);
+std::optional<ApiError> parse_completion_request(const nlohmann::ordered_json& body,
+                                                 CompletionRequest& request);
 std::optional<ApiError> parse_chat_request(const nlohmann::ordered_json& body, ChatRequest& request);
 
 }  // namespace lmrun::server

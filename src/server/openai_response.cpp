@@ -15,8 +15,10 @@ Json finish_reason_json(FinishReason reason) {
     return finish_reason_name(reason);
 }
 
-Json completion_logprobs(std::span<const TokenLogprob> logprobs, const TokenTextFn& token_text, int64_t first_offset) {
-    Json tokens = Json::array(), token_logprobs = Json::array(), top_logprobs = Json::array(), offsets = Json::array();
+Json completion_logprobs(std::span<const TokenLogprob> logprobs, const TokenTextFn& token_text,
+                         int64_t first_offset) {
+    Json tokens = Json::array(), token_logprobs = Json::array(), top_logprobs = Json::array(),
+         offsets = Json::array();
     int64_t offset = first_offset;
     for (const TokenLogprob& entry : logprobs) {
         std::string text = token_text(entry.token_id);
@@ -60,7 +62,8 @@ Json chat_logprobs(std::span<const TokenLogprob> logprobs, const TokenTextFn& to
     return {{"content", std::move(content)}};
 }
 
-Json completion_choice(int32_t index, const std::string& text, Json logprobs, FinishReason reason, Json stop_reason) {
+Json completion_choice(int32_t index, const std::string& text, Json logprobs, FinishReason reason,
+                       Json stop_reason) {
     return {{"index", index},
             {"text", text},
             {"logprobs", std::move(logprobs)},
@@ -86,7 +89,8 @@ Json completion_chunk(const ResponseHeader& header, int32_t index, const std::st
     return json;
 }
 
-Json chat_choice(int32_t index, const std::string& content, Json logprobs, FinishReason reason, Json stop_reason) {
+Json chat_choice(int32_t index, const std::string& content, Json logprobs, FinishReason reason,
+                 Json stop_reason) {
     return {{"index", index},
             {"message", {{"role", "assistant"}, {"content", content}}},
             {"logprobs", std::move(logprobs)},
@@ -119,10 +123,16 @@ Json usage_chunk(const ResponseHeader& header, const char* object, const Usage& 
     return json;
 }
 
-std::string dump_json(const Json& value) { return value.dump(-1, ' ', false, Json::error_handler_t::replace); }
+std::string dump_json(const Json& value) {
+    return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
 
-std::string sse_event(const Json& value) { return "data: " + dump_json(value) + "\n\n"; }
+std::string sse_event(const Json& value) {
+    return "data: " + dump_json(value) + "\n\n";
+}
 
-std::string sse_done() { return "data: [DONE]\n\n"; }
+std::string sse_done() {
+    return "data: [DONE]\n\n";
+}
 
 }  // namespace lmrun::server

@@ -6,7 +6,8 @@
 // Logprobs shapes:
 //   completions: {"tokens": [str], "token_logprobs": [float], "top_logprobs": [{str: float}],
 //                 "text_offset": [int]}  (offsets in bytes of the completion text)
-//   chat:        {"content": [{"token", "logprob", "bytes": [int], "top_logprobs": [{"token", "logprob", "bytes"}]}]}
+//   chat:        {"content": [{"token", "logprob", "bytes": [int], "top_logprobs": [{"token", "logprob",
+//   "bytes"}]}]}
 #pragma once
 
 #include <cstdint>
@@ -24,7 +25,7 @@ using Json = nlohmann::ordered_json;
 using TokenTextFn = std::function<std::string(int32_t)>;
 
 struct ResponseHeader {
-    std::string id;       // "cmpl-..." / "chatcmpl-..."
+    std::string id;  // "cmpl-..." / "chatcmpl-..."
     std::string model;
     int64_t created = 0;  // unix seconds
 };
@@ -40,15 +41,18 @@ Json usage_json(const Usage& usage);
 Json finish_reason_json(FinishReason reason);
 
 // text_offset counts from `first_offset` (the bytes of completion text before these tokens).
-Json completion_logprobs(std::span<const TokenLogprob> logprobs, const TokenTextFn& token_text, int64_t first_offset);
+Json completion_logprobs(std::span<const TokenLogprob> logprobs, const TokenTextFn& token_text,
+                         int64_t first_offset);
 Json chat_logprobs(std::span<const TokenLogprob> logprobs, const TokenTextFn& token_text);
 
-Json completion_choice(int32_t index, const std::string& text, Json logprobs, FinishReason reason, Json stop_reason);
+Json completion_choice(int32_t index, const std::string& text, Json logprobs, FinishReason reason,
+                       Json stop_reason);
 Json completion_response(const ResponseHeader& header, Json choices, const Usage& usage);
 Json completion_chunk(const ResponseHeader& header, int32_t index, const std::string& text, Json logprobs,
                       FinishReason reason, bool include_usage);
 
-Json chat_choice(int32_t index, const std::string& content, Json logprobs, FinishReason reason, Json stop_reason);
+Json chat_choice(int32_t index, const std::string& content, Json logprobs, FinishReason reason,
+                 Json stop_reason);
 Json chat_response(const ResponseHeader& header, Json choices, const Usage& usage);
 // delta: {"role": "assistant", "content": ""} first, then {"content": text}.
 Json chat_chunk(const ResponseHeader& header, int32_t index, Json delta, Json logprobs, FinishReason reason,

@@ -20,7 +20,8 @@ std::string special_token_string(const Tokenizer* tokenizer, const char* key) {
 
 }  // namespace
 
-PromptProcessor::PromptProcessor(const Tokenizer* tokenizer, std::optional<ChatTemplate> chat_template, ModelInfo info)
+PromptProcessor::PromptProcessor(const Tokenizer* tokenizer, std::optional<ChatTemplate> chat_template,
+                                 ModelInfo info)
     : tokenizer_(tokenizer),
       chat_template_(std::move(chat_template)),
       bos_token_(special_token_string(tokenizer, "bos_token")),
@@ -33,13 +34,15 @@ std::optional<ApiError> PromptProcessor::encode_prompt(const PromptInput& prompt
         ids = prompt.token_ids;
         return std::nullopt;
     }
-    if (!tokenizer_) return invalid_request("this model has no tokenizer: send prompts as token ids", "prompt");
+    if (!tokenizer_)
+        return invalid_request("this model has no tokenizer: send prompts as token ids", "prompt");
     ids = tokenizer_->encode(prompt.text, add_special_tokens);
     return std::nullopt;
 }
 
 std::optional<ApiError> PromptProcessor::render_chat(const nlohmann::ordered_json& messages,
-                                                     const ChatTemplateOptions& options, std::string& text) const {
+                                                     const ChatTemplateOptions& options,
+                                                     std::string& text) const {
     if (!tokenizer_) return invalid_request("this model has no tokenizer, so no chat", "messages");
     if (!chat_template_) {
         return invalid_request("this model has no chat template; start the server with --chat-template FILE",
@@ -51,36 +54,40 @@ std::optional<ApiError> PromptProcessor::render_chat(const nlohmann::ordered_jso
     return std::nullopt;
 }
 
-std::optional<ApiError> PromptProcessor::encode_chat(const ChatRequest& request, std::vector<int32_t>& ids) const {
+std::optional<ApiError> PromptProcessor::encode_chat(const ChatRequest& request,
+                                                     std::vector<int32_t>& ids) const {
     std::string text;
     if (auto error = render_chat(request.messages, request.template_options, text)) return error;
     ids = tokenizer_->encode(text, request.add_special_tokens);
     return std::nullopt;
 }
 
-std::optional<ApiError> PromptProcessor::fit_to_context(const std::vector<int32_t>& ids, bool max_tokens_given,
-                                                        const char* prompt_field, SamplingParams& params) const {
+std::optional<ApiError> PromptProcessor::fit_to_context(const std::vector<int32_t>& ids,
+                                                        bool max_tokens_given, const char* prompt_field,
+                                                        SamplingParams& params) const {
     if (ids.empty()) return invalid_request(fmt::format("{} must not be empty", prompt_field), prompt_field);
     for (int32_t id : ids) {
         if (id < 0 || id >= info_.vocab_size) {
-            return invalid_request(fmt::format("token id {} is outside the vocabulary [0, {})", id, info_.vocab_size),
-                                   prompt_field);
+            return invalid_request(
+                fmt::format("token id {} is outside the vocabulary [0, {})", id, info_.vocab_size),
+                prompt_field);
         }
     }
     const int64_t num_prompt_tokens = int64_t(ids.size());
     const int64_t max_len = info_.max_model_len;
     if (num_prompt_tokens >= max_len) {
-        return invalid_request(fmt::format("This model's maximum context length is {} tokens. However, your request "
-                                           "has {} input tokens. Please reduce the length of the input.",
-                                           max_len, num_prompt_tokens),
-                               prompt_field);
+        return invalid_request(
+            fmt::format("This model's maximum context length is {} tokens. However, your request "
+                        "has {} input tokens. Please reduce the length of the input.",
+                        max_len, num_prompt_tokens),
+            prompt_field);
     }
     if (max_tokens_given && num_prompt_tokens + params.max_tokens > max_len) {
-        return invalid_request(fmt::format("This model's maximum context length is {} tokens. However, you requested "
-                                           "{} tokens ({} in the input, {} for the completion).",
-                                           max_len, num_prompt_tokens + params.max_tokens, num_prompt_tokens,
-                                           params.max_tokens),
-                               "max_tokens");
+        return invalid_request(
+            fmt::format("This model's maximum context length is {} tokens. However, you requested "
+                        "{} tokens ({} in the input, {} for the completion).",
+                        max_len, num_prompt_tokens + params.max_tokens, num_prompt_tokens, params.max_tokens),
+            "max_tokens");
     }
     params.max_tokens = std::min(params.max_tokens, max_len - num_prompt_tokens);
     if (Status valid = params.validate(); !valid.ok()) {

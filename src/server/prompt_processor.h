@@ -18,7 +18,7 @@
 namespace lmrun::server {
 
 struct ModelInfo {
-    std::string served_name;   // the `model` clients send
+    std::string served_name;  // the `model` clients send
     std::string model_dir;
     int64_t max_model_len = 0;
     int64_t vocab_size = 0;
@@ -26,7 +26,7 @@ struct ModelInfo {
 };
 
 class PromptProcessor {
-public:
+  public:
     // tokenizer may be null (token-id prompts only); chat_template may be empty (no chat).
     PromptProcessor(const Tokenizer* tokenizer, std::optional<ChatTemplate> chat_template, ModelInfo info);
 
@@ -35,8 +35,8 @@ public:
 
     std::optional<ApiError> encode_prompt(const PromptInput& prompt, bool add_special_tokens,
                                           std::vector<int32_t>& ids) const;
-    std::optional<ApiError> render_chat(const nlohmann::ordered_json& messages, const ChatTemplateOptions& options,
-                                        std::string& text) const;
+    std::optional<ApiError> render_chat(const nlohmann::ordered_json& messages,
+                                        const ChatTemplateOptions& options, std::string& text) const;
     std::optional<ApiError> encode_chat(const ChatRequest& request, std::vector<int32_t>& ids) const;
     // Prompt within the context, ids within the vocabulary, max_tokens settled and re-validated.
     // `prompt_field` names the field reported on error ("prompt" or "messages").
@@ -47,7 +47,7 @@ public:
     // The text of one token on its own, for logprobs ("token_id:N" without a tokenizer).
     std::string token_text(int32_t id) const;
 
-private:
+  private:
     const Tokenizer* tokenizer_;
     std::optional<ChatTemplate> chat_template_;
     std::string bos_token_;

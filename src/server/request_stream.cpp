@@ -6,7 +6,9 @@ namespace lmrun::server {
 
 RequestStream::RequestStream(std::vector<std::string> engine_request_ids, int32_t num_completions_per_prompt,
                              bool stream_deltas)
-    : engine_request_ids_(std::move(engine_request_ids)), n_(num_completions_per_prompt), stream_deltas_(stream_deltas) {}
+    : engine_request_ids_(std::move(engine_request_ids)),
+      n_(num_completions_per_prompt),
+      stream_deltas_(stream_deltas) {}
 
 void RequestStream::push_delta(int32_t prompt_index, CompletionDelta delta) {
     if (!stream_deltas_) return;
@@ -37,7 +39,8 @@ void RequestStream::push_finished(int32_t prompt_index, RequestOutput output) {
 
 std::optional<StreamEvent> RequestStream::pop(double timeout_seconds) {
     std::unique_lock lock(mutex_);
-    if (!ready_.wait_for(lock, std::chrono::duration<double>(timeout_seconds), [&] { return !events_.empty(); })) {
+    if (!ready_.wait_for(lock, std::chrono::duration<double>(timeout_seconds),
+                         [&] { return !events_.empty(); })) {
         return std::nullopt;
     }
     StreamEvent event = std::move(events_.front());

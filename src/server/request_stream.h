@@ -21,15 +21,16 @@ namespace lmrun::server {
 struct StreamEvent {
     enum class Kind { Delta, Finished };
     Kind kind = Kind::Delta;
-    CompletionDelta delta;   // Delta: index is the global choice index
-    RequestOutput output;    // Finished: completions' indices are global choice indices
+    CompletionDelta delta;  // Delta: index is the global choice index
+    RequestOutput output;   // Finished: completions' indices are global choice indices
     int32_t prompt_index = 0;
 };
 
 class RequestStream {
-public:
+  public:
     // engine_request_ids[p] serves prompt p.
-    RequestStream(std::vector<std::string> engine_request_ids, int32_t num_completions_per_prompt, bool stream_deltas);
+    RequestStream(std::vector<std::string> engine_request_ids, int32_t num_completions_per_prompt,
+                  bool stream_deltas);
 
     const std::vector<std::string>& engine_request_ids() const { return engine_request_ids_; }
     int32_t num_completions_per_prompt() const { return n_; }
@@ -48,7 +49,7 @@ public:
     template <typename KeepWaiting>
     bool wait_all(std::vector<RequestOutput>& outputs, double poll_seconds, KeepWaiting keep_waiting);
 
-private:
+  private:
     const std::vector<std::string> engine_request_ids_;
     const int32_t n_;
     const bool stream_deltas_;
@@ -59,7 +60,8 @@ private:
 };
 
 template <typename KeepWaiting>
-bool RequestStream::wait_all(std::vector<RequestOutput>& outputs, double poll_seconds, KeepWaiting keep_waiting) {
+bool RequestStream::wait_all(std::vector<RequestOutput>& outputs, double poll_seconds,
+                             KeepWaiting keep_waiting) {
     outputs.assign(engine_request_ids_.size(), RequestOutput{});
     while (!all_finished()) {
         std::optional<StreamEvent> event = pop(poll_seconds);
@@ -67,7 +69,8 @@ bool RequestStream::wait_all(std::vector<RequestOutput>& outputs, double poll_se
             if (!keep_waiting()) return false;
             continue;
         }
-        if (event->kind == StreamEvent::Kind::Finished) outputs[size_t(event->prompt_index)] = std::move(event->output);
+        if (event->kind == StreamEvent::Kind::Finished)
+            outputs[size_t(event->prompt_index)] = std::move(event->output);
     }
     return true;
 }

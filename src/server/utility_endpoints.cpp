@@ -14,7 +14,9 @@ void send_json(httplib::Response& res, const Json& body, int status) {
     res.set_content(dump_json(body), "application/json");
 }
 
-void send_error(httplib::Response& res, const ApiError& error) { send_json(res, error.to_json(), error.status); }
+void send_error(httplib::Response& res, const ApiError& error) {
+    send_json(res, error.to_json(), error.status);
+}
 
 bool parse_body(const httplib::Request& req, httplib::Response& res, Json& body) {
     body = Json::parse(req.body, nullptr, false);
@@ -42,21 +44,29 @@ std::string make_request_id(const char* prefix) {
 }
 
 int64_t unix_time_seconds() {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
 }
 
 void handle_models(EndpointContext& context, const httplib::Request&, httplib::Response& res) {
     const ModelInfo& info = context.prompts.info();
-    Json model = {{"id", info.served_name},   {"object", "model"},  {"created", info.created_unix},
-                  {"owned_by", "lmrun"},      {"root", info.model_dir}, {"parent", nullptr},
-                  {"max_model_len", info.max_model_len}, {"permission", Json::array()}};
+    Json model = {{"id", info.served_name},
+                  {"object", "model"},
+                  {"created", info.created_unix},
+                  {"owned_by", "lmrun"},
+                  {"root", info.model_dir},
+                  {"parent", nullptr},
+                  {"max_model_len", info.max_model_len},
+                  {"permission", Json::array()}};
     send_json(res, Json{{"object", "list"}, {"data", Json::array({model})}});
 }
 
 namespace {
 
 // {"prompt": ...} or {"messages": [...]} -> token ids, as /tokenize takes them.
-std::optional<ApiError> tokenize_body(const EndpointContext& context, const Json& body, std::vector<int32_t>& ids) {
+std::optional<ApiError> tokenize_body(const EndpointContext& context, const Json& body,
+                                      std::vector<int32_t>& ids) {
     if (body.contains("messages")) {
         ChatRequest chat;
         Json chat_body = body;
@@ -81,7 +91,8 @@ void handle_tokenize(EndpointContext& context, const httplib::Request& req, http
     }
     std::vector<int32_t> ids;
     if (auto error = tokenize_body(context, body, ids)) return send_error(res, *error);
-    Json response = {{"count", ids.size()}, {"max_model_len", context.prompts.info().max_model_len}, {"tokens", ids}};
+    Json response = {
+        {"count", ids.size()}, {"max_model_len", context.prompts.info().max_model_len}, {"tokens", ids}};
     if (body.value("return_token_strs", false)) {
         Json strings = Json::array();
         for (int32_t id : ids) strings.push_back(context.prompts.token_text(id));
@@ -100,12 +111,15 @@ void handle_detokenize(EndpointContext& context, const httplib::Request& req, ht
     }
     std::vector<int32_t> ids;
     for (const Json& item : body["tokens"]) {
-        if (!item.is_number_integer() || item.get<int64_t>() < 0 || item.get<int64_t>() >= context.prompts.info().vocab_size) {
-            return send_error(res, invalid_request("tokens must be token ids within the vocabulary", "tokens"));
+        if (!item.is_number_integer() || item.get<int64_t>() < 0 ||
+            item.get<int64_t>() >= context.prompts.info().vocab_size) {
+            return send_error(res,
+                              invalid_request("tokens must be token ids within the vocabulary", "tokens"));
         }
         ids.push_back(item.get<int32_t>());
     }
-    if (!context.prompts.tokenizer()) return send_error(res, invalid_request("this model has no tokenizer", "tokens"));
+    if (!context.prompts.tokenizer())
+        return send_error(res, invalid_request("this model has no tokenizer", "tokens"));
     send_json(res, Json{{"prompt", context.prompts.decode(ids, false)}});
 }
 

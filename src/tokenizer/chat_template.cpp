@@ -38,10 +38,12 @@ Result<ChatTemplate> ChatTemplate::from_tokenizer_config(const nlohmann::ordered
                 named.contains("template"))
                 source = &named["template"];
         }
-        if (source == nullptr) return make_error("{}: \"chat_template\" list has no \"default\" entry", source_name);
+        if (source == nullptr)
+            return make_error("{}: \"chat_template\" list has no \"default\" entry", source_name);
     }
     if (source == nullptr || !source->is_string())
-        return make_error("{}: \"chat_template\" must be a string or a list of {{name, template}}", source_name);
+        return make_error("{}: \"chat_template\" must be a string or a list of {{name, template}}",
+                          source_name);
     auto parsed = parse(source->get<std::string>());
     if (!parsed.ok()) return make_error("{}: {}", source_name, parsed.error().message);
     return parsed;
@@ -52,8 +54,9 @@ Result<std::string> ChatTemplate::apply(const nlohmann::json& messages, const Ch
     return apply(nlohmann::ordered_json(messages), options, bos_token, eos_token);
 }
 
-Result<std::string> ChatTemplate::apply(const nlohmann::ordered_json& messages, const ChatTemplateOptions& options,
-                                        const std::string& bos_token, const std::string& eos_token) const {
+Result<std::string> ChatTemplate::apply(const nlohmann::ordered_json& messages,
+                                        const ChatTemplateOptions& options, const std::string& bos_token,
+                                        const std::string& eos_token) const {
     if (!template_) return make_error("chat template: no template was parsed");
     if (!messages.is_array()) return make_error("chat template: messages must be a list");
     if (!options.extra_kwargs.is_object() && !options.extra_kwargs.is_null())
@@ -61,7 +64,8 @@ Result<std::string> ChatTemplate::apply(const nlohmann::ordered_json& messages, 
     // Same context as transformers' apply_chat_template: tools/documents are None when absent.
     jinja::ValueDict context;
     auto messages_value = jinja::Value::from_json(messages);
-    if (!messages_value.ok()) return make_error("chat template: messages: {}", messages_value.error().message);
+    if (!messages_value.ok())
+        return make_error("chat template: messages: {}", messages_value.error().message);
     context.set("messages", std::move(messages_value).value());
     context.set("tools", jinja::Value::none());
     context.set("documents", jinja::Value::none());

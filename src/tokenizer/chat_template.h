@@ -35,7 +35,7 @@ struct ChatTemplateOptions {
 };
 
 class ChatTemplate {
-public:
+  public:
     // Compiles once; syntax errors name line and column.
     static Result<ChatTemplate> parse(const std::string& source);
     // Reads tokenizer_config.json's "chat_template": a string, or a list of
@@ -54,7 +54,7 @@ public:
     // Template text ("" for a default-constructed ChatTemplate, whose apply() fails).
     const std::string& source() const;
 
-private:
+  private:
     std::shared_ptr<const std::string> source_;
     std::shared_ptr<const jinja::Template> template_;
 };

@@ -48,7 +48,8 @@ Drained drain(RequestStream& stream, int32_t num_choices) {
         }
         auto& ids = drained.delta_ids[size_t(event->delta.index)];
         ids.insert(ids.end(), event->delta.token_ids.begin(), event->delta.token_ids.end());
-        if (event->delta.finished) drained.delta_finish[size_t(event->delta.index)] = event->delta.finish_reason;
+        if (event->delta.finished)
+            drained.delta_finish[size_t(event->delta.index)] = event->delta.finish_reason;
     }
     return drained;
 }
@@ -69,7 +70,8 @@ TEST(AsyncEngine, ConcurrentStreamsEqualTheGoldens) {
     std::vector<testing::StoriesGolden> goldens = stories_goldens();
     std::vector<std::shared_ptr<RequestStream>> streams;
     for (size_t i = 0; i < goldens.size(); ++i) {
-        auto stream = std::make_shared<RequestStream>(std::vector<std::string>{"golden-" + std::to_string(i)}, 1, true);
+        auto stream =
+            std::make_shared<RequestStream>(std::vector<std::string>{"golden-" + std::to_string(i)}, 1, true);
         ASSERT_EQ(engine.submit(stream, one_request(goldens[i].prompt_ids, golden_params(goldens[i]))),
                   AdmitResult::Accepted);
         streams.push_back(stream);
@@ -91,7 +93,9 @@ TEST(AsyncEngine, ConcurrentStreamsEqualTheGoldens) {
     EXPECT_TRUE(wait_for_usage_zero(metrics));
     EXPECT_EQ(engine.num_admitted_sequences(), 0);
     const std::string text = metrics.render();
-    EXPECT_NE(text.find("vllm:time_to_first_token_seconds_count{model_name=\"stories\"} 7\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("vllm:time_to_first_token_seconds_count{model_name=\"stories\"} 7\n"),
+              std::string::npos)
+        << text;
 }
 
 TEST(AsyncEngine, AbortFreesBlocksBeforeTheNextStep) {
@@ -149,14 +153,16 @@ TEST(AsyncEngine, StopAbortsWhatIsInFlight) {
     auto stream = std::make_shared<RequestStream>(std::vector<std::string>{"p0", "p1"}, 2, false);
     SamplingParams params = long_params();
     params.n = 2;
-    ASSERT_EQ(engine->submit(stream, {EngineRequest{{1}, params}, EngineRequest{{1, 403}, params}}), AdmitResult::Accepted);
+    ASSERT_EQ(engine->submit(stream, {EngineRequest{{1}, params}, EngineRequest{{1, 403}, params}}),
+              AdmitResult::Accepted);
     engine->stop();
     std::vector<RequestOutput> outputs;
     ASSERT_TRUE(stream->wait_all(outputs, 0.01, [] { return false; }));
     ASSERT_EQ(outputs.size(), 2u);
     for (const RequestOutput& output : outputs) {
         ASSERT_EQ(output.outputs.size(), 2u);
-        for (const CompletionOutput& completion : output.outputs) EXPECT_EQ(completion.finish_reason, FinishReason::Abort);
+        for (const CompletionOutput& completion : output.outputs)
+            EXPECT_EQ(completion.finish_reason, FinishReason::Abort);
     }
     EXPECT_EQ(outputs[1].outputs[0].index, 2);  // prompt 1's choices are 2 and 3
     EXPECT_EQ(outputs[1].outputs[1].index, 3);

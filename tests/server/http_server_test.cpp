@@ -15,10 +15,11 @@ namespace {
 using Json = nlohmann::json;
 
 class HttpServerTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         std::unique_ptr<LLMEngine> llm_engine = testing::make_stories_engine();
-        ModelInfo info{"stories", "unused", llm_engine->max_model_len(), llm_engine->model_config().vocab_size, 0};
+        ModelInfo info{"stories", "unused", llm_engine->max_model_len(),
+                       llm_engine->model_config().vocab_size, 0};
         prompts_ = std::make_unique<PromptProcessor>(llm_engine->tokenizer(), std::nullopt, info);
         metrics_ = std::make_unique<ServerMetrics>("stories");
         engine_ = std::make_unique<AsyncEngine>(std::move(llm_engine), AsyncEngineOptions{8, 8}, *metrics_);
@@ -59,8 +60,9 @@ protected:
 
 TEST_F(HttpServerTest, GreedyCompletionEqualsTheGolden) {
     const testing::StoriesGolden golden = testing::stories_goldens()[2];  // prompt1
-    Json body = {{"model", "stories"}, {"prompt", golden.prompt_ids}, {"max_tokens", golden.output_ids.size()},
-                 {"temperature", 0}, {"ignore_eos", true}, {"return_token_ids", true}};
+    Json body = {
+        {"model", "stories"}, {"prompt", golden.prompt_ids}, {"max_tokens", golden.output_ids.size()},
+        {"temperature", 0},   {"ignore_eos", true},          {"return_token_ids", true}};
     auto response = post("/v1/completions", body.dump());
     ASSERT_TRUE(response);
     ASSERT_EQ(response->status, 200) << response->body;
@@ -74,8 +76,12 @@ TEST_F(HttpServerTest, GreedyCompletionEqualsTheGolden) {
 
 TEST_F(HttpServerTest, StreamedTextEqualsTheGolden) {
     const testing::StoriesGolden golden = testing::stories_goldens()[3];  // prompt2
-    Json body = {{"prompt", golden.prompt_text}, {"max_tokens", golden.output_ids.size()}, {"temperature", 0},
-                 {"ignore_eos", true}, {"stream", true}, {"stream_options", {{"include_usage", true}}}};
+    Json body = {{"prompt", golden.prompt_text},
+                 {"max_tokens", golden.output_ids.size()},
+                 {"temperature", 0},
+                 {"ignore_eos", true},
+                 {"stream", true},
+                 {"stream_options", {{"include_usage", true}}}};
     auto response = post("/v1/completions", body.dump());
     ASSERT_TRUE(response);
     ASSERT_EQ(response->status, 200);
@@ -121,7 +127,8 @@ TEST_F(HttpServerTest, ErrorsAndAuth) {
     EXPECT_EQ(health->status, 200);
     auto metrics = client.Get("/metrics");
     ASSERT_TRUE(metrics);
-    EXPECT_NE(metrics->body.find("lmrun:http_responses_total{model_name=\"stories\",status=\"401\"} 1"), std::string::npos)
+    EXPECT_NE(metrics->body.find("lmrun:http_responses_total{model_name=\"stories\",status=\"401\"} 1"),
+              std::string::npos)
         << metrics->body;
 }
 

@@ -50,13 +50,17 @@ TEST(Metrics, RendersVllmNames) {
     EXPECT_TRUE(has_line(text, "vllm:prefix_cache_hits_total" + l + " 256"));
     EXPECT_TRUE(has_line(text, "vllm:prompt_tokens_total" + l + " 15"));
     EXPECT_TRUE(has_line(text, "vllm:generation_tokens_total" + l + " 40"));
-    EXPECT_TRUE(has_line(text, "vllm:request_success_total{model_name=\"stories260k\",finished_reason=\"length\"} 1"));
-    EXPECT_TRUE(has_line(text, "vllm:request_success_total{model_name=\"stories260k\",finished_reason=\"stop\"} 1"));
-    EXPECT_TRUE(has_line(text, "vllm:request_success_total{model_name=\"stories260k\",finished_reason=\"abort\"} 0"));
+    EXPECT_TRUE(has_line(
+        text, "vllm:request_success_total{model_name=\"stories260k\",finished_reason=\"length\"} 1"));
+    EXPECT_TRUE(
+        has_line(text, "vllm:request_success_total{model_name=\"stories260k\",finished_reason=\"stop\"} 1"));
+    EXPECT_TRUE(
+        has_line(text, "vllm:request_success_total{model_name=\"stories260k\",finished_reason=\"abort\"} 0"));
     EXPECT_TRUE(has_line(text, "vllm:time_to_first_token_seconds_count" + l + " 1"));
     EXPECT_TRUE(has_line(text, "vllm:inter_token_latency_seconds_count" + l + " 1"));
     EXPECT_TRUE(has_line(text, "vllm:e2e_request_latency_seconds_count" + l + " 2"));
-    EXPECT_TRUE(has_line(text, "vllm:time_per_output_token_seconds_count" + l + " 1"));  // 0 = one-token request
+    EXPECT_TRUE(
+        has_line(text, "vllm:time_per_output_token_seconds_count" + l + " 1"));  // 0 = one-token request
     EXPECT_TRUE(has_line(text, "lmrun:http_responses_total{model_name=\"stories260k\",status=\"429\"} 1"));
     EXPECT_TRUE(has_line(text, "# TYPE vllm:time_to_first_token_seconds histogram"));
     EXPECT_TRUE(has_line(text, "# TYPE vllm:prompt_tokens counter"));

@@ -198,9 +198,12 @@ TEST(OpenAIRequest, ChatErrorsNameTheField) {
         {R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content"},
         {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", "messages[0].content"},
         {R"({"messages": [{"role": "user", "content": "a"}], "top_logprobs": 2})", "top_logprobs"},
-        {R"({"messages": [{"role": "user", "content": "a"}], "logprobs": true, "top_logprobs": 30})", "top_logprobs"},
-        {R"({"messages": [{"role": "user", "content": "a"}], "max_completion_tokens": 0})", "max_completion_tokens"},
-        {R"({"messages": [{"role": "user", "content": "a"}], "chat_template_kwargs": []})", "chat_template_kwargs"},
+        {R"({"messages": [{"role": "user", "content": "a"}], "logprobs": true, "top_logprobs": 30})",
+         "top_logprobs"},
+        {R"({"messages": [{"role": "user", "content": "a"}], "max_completion_tokens": 0})",
+         "max_completion_tokens"},
+        {R"({"messages": [{"role": "user", "content": "a"}], "chat_template_kwargs": []})",
+         "chat_template_kwargs"},
         {R"({"messages": [{"role": "user", "content": "a"}], "temperature": 101})", "temperature"},
         {R"({"messages": [{"role": "user", "content": "a"}], "response_format": {"type": "json_object"}})",
          "response_format"},
@@ -216,8 +219,8 @@ TEST(OpenAIRequest, ChatErrorsNameTheField) {
 
 TEST(OpenAIRequest, NullMeansAbsent) {
     CompletionRequest request;
-    ASSERT_FALSE(parse_completion(R"({"prompt": "a", "temperature": null, "stop": null, "seed": null, "n": null})",
-                                  request));
+    ASSERT_FALSE(parse_completion(
+        R"({"prompt": "a", "temperature": null, "stop": null, "seed": null, "n": null})", request));
     EXPECT_FLOAT_EQ(request.params.temperature, 1.0f);
     EXPECT_TRUE(request.params.stop.empty());
     EXPECT_FALSE(request.params.seed.has_value());

@@ -7,7 +7,9 @@ namespace lmrun::server {
 namespace {
 
 // A fake vocabulary: token i is "t<i>", except 7 -> "é" (two UTF-8 bytes).
-std::string fake_token_text(int32_t id) { return id == 7 ? std::string("\xc3\xa9") : fmt::format("t{}", id); }
+std::string fake_token_text(int32_t id) {
+    return id == 7 ? std::string("\xc3\xa9") : fmt::format("t{}", id);
+}
 
 TokenLogprob entry(int32_t id, float logprob, std::vector<std::pair<int32_t, float>> top) {
     TokenLogprob result;
@@ -18,7 +20,8 @@ TokenLogprob entry(int32_t id, float logprob, std::vector<std::pair<int32_t, flo
 }
 
 TEST(OpenAIResponse, CompletionLogprobs) {
-    std::vector<TokenLogprob> logprobs = {entry(3, -0.5f, {{3, -0.5f}, {4, -1.5f}}), entry(12, -2.0f, {{5, -0.25f}})};
+    std::vector<TokenLogprob> logprobs = {entry(3, -0.5f, {{3, -0.5f}, {4, -1.5f}}),
+                                          entry(12, -2.0f, {{5, -0.25f}})};
     Json json = completion_logprobs(logprobs, fake_token_text, 10);
     EXPECT_EQ(json["tokens"], Json({"t3", "t12"}));
     EXPECT_EQ(json["token_logprobs"], Json({-0.5, -2.0}));
@@ -65,8 +68,8 @@ TEST(OpenAIResponse, CompletionResponseShape) {
 
 TEST(OpenAIResponse, ChatResponseShape) {
     ResponseHeader header{"chatcmpl-9", "m", 1};
-    Json json = chat_response(header, Json::array({chat_choice(0, "Hi!", nullptr, FinishReason::Stop, nullptr)}),
-                              Usage{3, 2, 0});
+    Json json = chat_response(
+        header, Json::array({chat_choice(0, "Hi!", nullptr, FinishReason::Stop, nullptr)}), Usage{3, 2, 0});
     EXPECT_EQ(json["object"], "chat.completion");
     EXPECT_EQ(json["choices"][0]["message"], Json({{"role", "assistant"}, {"content", "Hi!"}}));
     EXPECT_EQ(json["choices"][0]["finish_reason"], "stop");

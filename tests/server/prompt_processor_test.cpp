@@ -9,7 +9,7 @@ namespace lmrun::server {
 namespace {
 
 class PromptProcessorTest : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         auto tokenizer = Tokenizer::from_dir(lmrun::testing::testdata_path("stories260k"));
         ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().message;
@@ -17,7 +17,8 @@ protected:
     }
 
     PromptProcessor make(std::optional<ChatTemplate> chat_template = std::nullopt) const {
-        return PromptProcessor(tokenizer_.get(), std::move(chat_template), ModelInfo{"stories", "dir", 512, 512, 0});
+        return PromptProcessor(tokenizer_.get(), std::move(chat_template),
+                               ModelInfo{"stories", "dir", 512, 512, 0});
     }
 
     std::unique_ptr<Tokenizer> tokenizer_;
@@ -80,8 +81,9 @@ TEST_F(PromptProcessorTest, ChatNeedsATemplate) {
     ASSERT_TRUE(error);
     EXPECT_EQ(error->param, "messages");
 
-    auto chat_template = ChatTemplate::parse("{{ bos_token }}{% for m in messages %}[{{ m['content'] }}]{% endfor %}"
-                                             "{% if add_generation_prompt %}>{% endif %}");
+    auto chat_template = ChatTemplate::parse(
+        "{{ bos_token }}{% for m in messages %}[{{ m['content'] }}]{% endfor %}"
+        "{% if add_generation_prompt %}>{% endif %}");
     ASSERT_TRUE(chat_template.ok()) << chat_template.error().message;
     PromptProcessor with = make(std::move(chat_template).value());
     ASSERT_FALSE(with.render_chat(messages, ChatTemplateOptions{}, text));

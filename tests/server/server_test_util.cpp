@@ -9,14 +9,15 @@ namespace lmrun::server::testing {
 std::vector<StoriesGolden> stories_goldens() {
     std::vector<StoriesGolden> goldens;
     // Held in a local: a range-for over read_json_file(...)["cases"] would iterate a destroyed temporary.
-    const nlohmann::json expected = lmrun::testing::read_json_file(lmrun::testing::testdata_path("stories260k/expected.json"));
+    const nlohmann::json expected =
+        lmrun::testing::read_json_file(lmrun::testing::testdata_path("stories260k/expected.json"));
     for (const auto& item : expected["cases"]) {
         // The continuation as it reads after the prompt: run.c's stdout minus the prompt text.
         const std::string prompt_text = item["prompt_text"];
         const std::string full_text = item["decoded_text_prompt_plus_output"];
         goldens.push_back({item["name"], prompt_text, item["prompt_ids"].get<std::vector<int32_t>>(),
-                           item["output_ids"].get<std::vector<int32_t>>(), full_text.substr(prompt_text.size()),
-                           !item["stopped_on_token"].is_null()});
+                           item["output_ids"].get<std::vector<int32_t>>(),
+                           full_text.substr(prompt_text.size()), !item["stopped_on_token"].is_null()});
     }
     if (goldens.size() != 7) throw std::runtime_error("stories260k/expected.json: expected 7 cases");
     return goldens;

@@ -15,20 +15,20 @@
 namespace lmrun::jinja {
 
 enum class ExprKind {
-    Literal,    // None, bools, numbers, strings
-    Name,       // variable lookup
-    GetAttr,    // obj.name
-    GetItem,    // obj[index]
-    Slice,      // obj[start:stop:step]
-    Call,       // callee(args)
-    Filter,     // operand | name(args)
-    Test,       // operand is [not] name(args)
-    Unary,      // not, -, +
-    Binary,     // arithmetic, ~, and, or
-    Compare,    // chained ==, !=, <, >, <=, >=, in, not in
+    Literal,      // None, bools, numbers, strings
+    Name,         // variable lookup
+    GetAttr,      // obj.name
+    GetItem,      // obj[index]
+    Slice,        // obj[start:stop:step]
+    Call,         // callee(args)
+    Filter,       // operand | name(args)
+    Test,         // operand is [not] name(args)
+    Unary,        // not, -, +
+    Binary,       // arithmetic, ~, and, or
+    Compare,      // chained ==, !=, <, >, <=, >=, in, not in
     Conditional,  // a if cond else b
-    List,       // [a, b] and tuples (a, b)
-    Dict,       // {k: v}
+    List,         // [a, b] and tuples (a, b)
+    Dict,         // {k: v}
 };
 
 struct Expr;
@@ -116,7 +116,9 @@ struct CompareExpr : Expr {
 struct ConditionalExpr : Expr {
     ConditionalExpr(SourcePos pos, ExprPtr condition, ExprPtr if_true, ExprPtr if_false)
         : Expr(ExprKind::Conditional, pos),
-          condition(std::move(condition)), if_true(std::move(if_true)), if_false(std::move(if_false)) {}
+          condition(std::move(condition)),
+          if_true(std::move(if_true)),
+          if_false(std::move(if_false)) {}
     ExprPtr condition;
     ExprPtr if_true;
     ExprPtr if_false;  // null: undefined

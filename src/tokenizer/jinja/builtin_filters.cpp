@@ -16,23 +16,31 @@ namespace {
 
 Result<Value> length_filter(const Value& operand) {
     switch (operand.kind()) {
-        case ValueKind::Undefined: return Value(int64_t{0});
-        case ValueKind::String: return Value(static_cast<int64_t>(code_point_count(operand.as_string())));
-        case ValueKind::List: return Value(static_cast<int64_t>(operand.as_list().size()));
-        case ValueKind::Dict: return Value(static_cast<int64_t>(operand.as_dict().entries.size()));
-        default: return make_error("object of type '{}' has no len()", type_name(operand.kind()));
+        case ValueKind::Undefined:
+            return Value(int64_t{0});
+        case ValueKind::String:
+            return Value(static_cast<int64_t>(code_point_count(operand.as_string())));
+        case ValueKind::List:
+            return Value(static_cast<int64_t>(operand.as_list().size()));
+        case ValueKind::Dict:
+            return Value(static_cast<int64_t>(operand.as_dict().entries.size()));
+        default:
+            return make_error("object of type '{}' has no len()", type_name(operand.kind()));
     }
 }
 
 // HF's tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False).
 Result<Value> tojson_filter(const Value& operand, const CallArgs& args) {
-    LMRUN_ASSIGN_OR_RETURN(BoundArgs bound, BoundArgs::bind("tojson", args, {"ensure_ascii", "indent", "separators", "sort_keys"}));
+    LMRUN_ASSIGN_OR_RETURN(
+        BoundArgs bound,
+        BoundArgs::bind("tojson", args, {"ensure_ascii", "indent", "separators", "sort_keys"}));
     JsonOptions options;
     options.ensure_ascii = bound[0].truthy();
     options.sort_keys = bound[3].truthy();
     LMRUN_ASSIGN_OR_RETURN(int64_t indent, bound.get_int(1, -1));
     options.indent = static_cast<int>(std::clamp<int64_t>(indent, -1, 64));
-    if (options.indent >= 0) options.item_separator = std::string(1, ',');  // Python drops the space with indent
+    if (options.indent >= 0)
+        options.item_separator = std::string(1, ',');  // Python drops the space with indent
     if (bound.given(2) && !bound[2].is_none()) {
         const Value& separators = bound[2];
         if (separators.kind() != ValueKind::List || separators.as_list().size() != 2 ||
@@ -75,8 +83,10 @@ Result<Value> int_filter(const Value& operand, const CallArgs& args) {
     LMRUN_ASSIGN_OR_RETURN(BoundArgs bound, BoundArgs::bind("int", args, {"default"}));
     const Value fallback = bound.given(0) ? bound[0] : Value(int64_t{0});
     switch (operand.kind()) {
-        case ValueKind::Int: return operand;
-        case ValueKind::Bool: return Value(int64_t{operand.as_bool()});
+        case ValueKind::Int:
+            return operand;
+        case ValueKind::Bool:
+            return Value(int64_t{operand.as_bool()});
         case ValueKind::Float:
             if (!std::isfinite(operand.as_float())) return fallback;
             return Value(static_cast<int64_t>(operand.as_float()));
@@ -87,11 +97,13 @@ Result<Value> int_filter(const Value& operand, const CallArgs& args) {
             if (parsed.ec == std::errc() && parsed.ptr == text.data() + text.size()) return Value(value);
             double number = 0.0;
             const auto parsed_float = std::from_chars(text.data(), text.data() + text.size(), number);
-            if (parsed_float.ec == std::errc() && parsed_float.ptr == text.data() + text.size() && std::isfinite(number))
+            if (parsed_float.ec == std::errc() && parsed_float.ptr == text.data() + text.size() &&
+                std::isfinite(number))
                 return Value(static_cast<int64_t>(number));
             return fallback;
         }
-        default: return fallback;
+        default:
+            return fallback;
     }
 }
 
@@ -127,7 +139,8 @@ Result<Value> select_filter(std::string_view name, const Value& operand, const C
     size_t next = 0;
     std::string attribute;
     if (by_attribute) {
-        if (args.positional.empty() || !args.positional[0].is_string()) return make_error("{} needs an attribute name", name);
+        if (args.positional.empty() || !args.positional[0].is_string())
+            return make_error("{} needs an attribute name", name);
         attribute = args.positional[next++].as_string();
     }
     std::string test;
@@ -136,7 +149,8 @@ Result<Value> select_filter(std::string_view name, const Value& operand, const C
         test = args.positional[next++].as_string();
     }
     CallArgs test_args;
-    test_args.positional.assign(args.positional.begin() + static_cast<ptrdiff_t>(next), args.positional.end());
+    test_args.positional.assign(args.positional.begin() + static_cast<ptrdiff_t>(next),
+                                args.positional.end());
     LMRUN_ASSIGN_OR_RETURN(ValueList items, iterate(operand));
     ValueList kept;
     for (const Value& item : items) {
@@ -168,7 +182,8 @@ Result<Value> map_filter(const Value& operand, const CallArgs& args, Interpreter
     filter_args.positional.assign(args.positional.begin() + 1, args.positional.end());
     filter_args.keyword = args.keyword;
     for (const Value& item : items) {
-        LMRUN_ASSIGN_OR_RETURN(Value value, apply_filter(args.positional[0].as_string(), item, filter_args, interpreter));
+        LMRUN_ASSIGN_OR_RETURN(Value value,
+                               apply_filter(args.positional[0].as_string(), item, filter_args, interpreter));
         mapped.push_back(std::move(value));
     }
     return Value::list(std::move(mapped));
@@ -176,7 +191,8 @@ Result<Value> map_filter(const Value& operand, const CallArgs& args, Interpreter
 
 // sort(reverse=false, case_sensitive=false, attribute=none); stable like Python's sorted().
 Result<Value> sort_filter(const Value& operand, const CallArgs& args) {
-    LMRUN_ASSIGN_OR_RETURN(BoundArgs bound, BoundArgs::bind("sort", args, {"reverse", "case_sensitive", "attribute"}));
+    LMRUN_ASSIGN_OR_RETURN(BoundArgs bound,
+                           BoundArgs::bind("sort", args, {"reverse", "case_sensitive", "attribute"}));
     LMRUN_ASSIGN_OR_RETURN(ValueList items, iterate(operand));
     std::vector<std::pair<Value, size_t>> keyed;
     for (size_t i = 0; i < items.size(); ++i) {
@@ -203,7 +219,8 @@ Result<Value> sort_filter(const Value& operand, const CallArgs& args) {
 
 Result<Value> items_filter(const Value& operand) {
     if (operand.is_undefined()) return Value::list({});
-    if (operand.kind() != ValueKind::Dict) return make_error("items filter needs a mapping, got {}", type_name(operand.kind()));
+    if (operand.kind() != ValueKind::Dict)
+        return make_error("items filter needs a mapping, got {}", type_name(operand.kind()));
     return call_method(operand, "items", CallArgs{});
 }
 
@@ -211,12 +228,23 @@ std::string html_escape(const std::string& text) {
     std::string out;
     for (const char c : text) {
         switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&#34;"; break;
-            case '\'': out += "&#39;"; break;
-            default: out += c;
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += "&#34;";
+                break;
+            case '\'':
+                out += "&#39;";
+                break;
+            default:
+                out += c;
         }
     }
     return out;
@@ -278,7 +306,8 @@ Result<Value> string_filter(std::string_view name, const Value& operand, const C
 }
 
 bool is_string_filter(std::string_view name) {
-    for (const std::string_view filter : {"trim", "replace", "upper", "lower", "capitalize", "title", "escape", "e", "string"})
+    for (const std::string_view filter :
+         {"trim", "replace", "upper", "lower", "capitalize", "title", "escape", "e", "string"})
         if (name == filter) return true;
     return false;
 }
@@ -287,9 +316,10 @@ bool is_string_filter(std::string_view name) {
 
 bool is_known_filter(std::string_view name) {
     static constexpr std::string_view kNames[] = {
-        "default", "d", "length", "count", "tojson", "join", "first", "last", "int", "float", "reverse", "items",
-        "sum", "map", "select", "reject", "selectattr", "rejectattr", "safe", "list", "abs", "trim", "replace",
-        "upper", "lower", "capitalize", "title", "escape", "e", "string", "sort", "indent"};
+        "default",    "d",          "length",  "count",  "tojson", "join",   "first",   "last",
+        "int",        "float",      "reverse", "items",  "sum",    "map",    "select",  "reject",
+        "selectattr", "rejectattr", "safe",    "list",   "abs",    "trim",   "replace", "upper",
+        "lower",      "capitalize", "title",   "escape", "e",      "string", "sort",    "indent"};
     for (const std::string_view known : kNames)
         if (known == name) return true;
     return false;
@@ -319,7 +349,8 @@ Result<Value> apply_filter(std::string_view name, const Value& operand, const Ca
     }
     if (name == "abs") {
         if (operand.kind() == ValueKind::Float) return Value(std::fabs(operand.as_float()));
-        if (operand.kind() == ValueKind::Int && operand.as_int() != INT64_MIN) return Value(operand.as_int() < 0 ? -operand.as_int() : operand.as_int());
+        if (operand.kind() == ValueKind::Int && operand.as_int() != INT64_MIN)
+            return Value(operand.as_int() < 0 ? -operand.as_int() : operand.as_int());
         return make_error("bad operand type for abs(): '{}'", type_name(operand.kind()));
     }
     if (is_string_filter(name)) return string_filter(name, operand, args);

@@ -43,7 +43,8 @@ Result<Value> range_function(const CallArgs& args, Interpreter&) {
 Result<Value> namespace_function(const CallArgs& args, Interpreter& interpreter) {
     ValueDict attributes;
     for (const Value& positional : args.positional) {
-        if (positional.kind() != ValueKind::Dict) return make_error("namespace() takes only a mapping as positional argument");
+        if (positional.kind() != ValueKind::Dict)
+            return make_error("namespace() takes only a mapping as positional argument");
         for (const auto& [key, value] : positional.as_dict().entries) attributes.set(key, value);
     }
     for (const auto& [key, value] : args.keyword) attributes.set(key, value);
@@ -54,9 +55,11 @@ Result<Value> namespace_function(const CallArgs& args, Interpreter& interpreter)
 
 Result<Value> dict_function(const CallArgs& args, Interpreter&) {
     ValueDict entries;
-    if (args.positional.size() > 1) return make_error("dict expected at most 1 argument, got {}", args.positional.size());
+    if (args.positional.size() > 1)
+        return make_error("dict expected at most 1 argument, got {}", args.positional.size());
     if (!args.positional.empty()) {
-        if (args.positional[0].kind() != ValueKind::Dict) return make_error("dict() argument must be a mapping");
+        if (args.positional[0].kind() != ValueKind::Dict)
+            return make_error("dict() argument must be a mapping");
         entries = args.positional[0].as_dict();
     }
     for (const auto& [key, value] : args.keyword) entries.set(key, value);

@@ -12,8 +12,8 @@ namespace lmrun::jinja {
 namespace {
 
 constexpr std::array<std::string_view, 17> kStringMethods = {
-    "startswith", "endswith", "split", "rsplit", "strip", "lstrip", "rstrip", "upper", "lower",
-    "title", "capitalize", "replace", "find", "count", "join", "splitlines", "format"};
+    "startswith", "endswith",   "split",   "rsplit", "strip", "lstrip", "rstrip",     "upper", "lower",
+    "title",      "capitalize", "replace", "find",   "count", "join",   "splitlines", "format"};
 constexpr std::array<std::string_view, 4> kDictMethods = {"items", "keys", "values", "get"};
 
 bool contains_name(auto names, std::string_view name) {
@@ -28,7 +28,8 @@ Result<Value> affix_test(std::string_view method, const std::string& text, const
     ValueList affixes = bound[0].kind() == ValueKind::List ? bound[0].as_list() : ValueList{bound[0]};
     for (const Value& affix : affixes) {
         if (!affix.is_string())
-            return make_error("{} first arg must be str or a tuple of str, not {}", method, type_name(affix.kind()));
+            return make_error("{} first arg must be str or a tuple of str, not {}", method,
+                              type_name(affix.kind()));
         const std::string& a = affix.as_string();
         if (a.size() > text.size()) continue;
         const bool match = method == "startswith" ? text.compare(0, a.size(), a) == 0
@@ -68,7 +69,9 @@ Result<Value> strip_method(std::string_view method, const std::string& text, con
     LMRUN_ASSIGN_OR_RETURN(BoundArgs bound, BoundArgs::bind(method, args, {"chars"}));
     LMRUN_ASSIGN_OR_RETURN(std::string chars, bound.get_string(0, ""));
     const bool chars_given = bound.given(0) && !bound[0].is_none();
-    const StripSide side = method == "lstrip" ? StripSide::Left : method == "rstrip" ? StripSide::Right : StripSide::Both;
+    const StripSide side = method == "lstrip"   ? StripSide::Left
+                           : method == "rstrip" ? StripSide::Right
+                                                : StripSide::Both;
     return Value(python_strip(text, side, chars, chars_given));
 }
 
@@ -82,7 +85,8 @@ Result<Value> count_or_find(std::string_view method, const std::string& text, co
     }
     if (sub.empty()) return Value(static_cast<int64_t>(code_point_count(text) + 1));
     int64_t count = 0;
-    for (size_t pos = text.find(sub); pos != std::string::npos; pos = text.find(sub, pos + sub.size())) ++count;
+    for (size_t pos = text.find(sub); pos != std::string::npos; pos = text.find(sub, pos + sub.size()))
+        ++count;
     return Value(count);
 }
 
@@ -91,7 +95,9 @@ Result<Value> join_method(const std::string& separator, const CallArgs& args) {
     LMRUN_ASSIGN_OR_RETURN(ValueList items, iterate(bound[0]));
     std::string result;
     for (size_t i = 0; i < items.size(); ++i) {
-        if (!items[i].is_string()) return make_error("sequence item {}: expected str instance, {} found", i, type_name(items[i].kind()));
+        if (!items[i].is_string())
+            return make_error("sequence item {}: expected str instance, {} found", i,
+                              type_name(items[i].kind()));
         if (i > 0) result += separator;
         result += items[i].as_string();
     }

@@ -15,7 +15,9 @@ Result<Value> single_argument(std::string_view name, const CallArgs& args) {
     return bound[0];
 }
 
-bool is_integer(const Value& value) { return value.kind() == ValueKind::Int; }
+bool is_integer(const Value& value) {
+    return value.kind() == ValueKind::Int;
+}
 
 Result<bool> comparison_test(std::string_view name, const Value& operand, const CallArgs& args) {
     LMRUN_ASSIGN_OR_RETURN(Value other, single_argument(name, args));
@@ -46,9 +48,10 @@ bool is_comparison_test(std::string_view name) {
 }  // namespace
 
 bool is_known_test(std::string_view name) {
-    static constexpr std::string_view kNames[] = {
-        "defined", "undefined", "none", "true", "false", "boolean", "string", "mapping", "number", "integer",
-        "float", "callable", "iterable", "sequence", "lower", "upper", "even", "odd", "divisibleby"};
+    static constexpr std::string_view kNames[] = {"defined", "undefined", "none",     "true",       "false",
+                                                  "boolean", "string",    "mapping",  "number",     "integer",
+                                                  "float",   "callable",  "iterable", "sequence",   "lower",
+                                                  "upper",   "even",      "odd",      "divisibleby"};
     for (const std::string_view known : kNames)
         if (known == name) return true;
     return is_comparison_test(name);
@@ -68,8 +71,12 @@ Result<bool> apply_test(std::string_view name, const Value& operand, const CallA
     if (name == "integer") return is_integer(operand);
     if (name == "float") return kind == ValueKind::Float;
     if (name == "callable") return kind == ValueKind::Callable;
-    if (name == "iterable") return kind == ValueKind::List || kind == ValueKind::Dict || kind == ValueKind::String || kind == ValueKind::Undefined;
-    if (name == "sequence") return kind == ValueKind::List || kind == ValueKind::Dict || kind == ValueKind::String || kind == ValueKind::Undefined;
+    if (name == "iterable")
+        return kind == ValueKind::List || kind == ValueKind::Dict || kind == ValueKind::String ||
+               kind == ValueKind::Undefined;
+    if (name == "sequence")
+        return kind == ValueKind::List || kind == ValueKind::Dict || kind == ValueKind::String ||
+               kind == ValueKind::Undefined;
     if (name == "lower" || name == "upper") {
         if (!operand.is_string()) return false;
         const std::string& text = operand.as_string();
@@ -82,7 +89,8 @@ Result<bool> apply_test(std::string_view name, const Value& operand, const CallA
         if (name == "even") return value % 2 == 0;
         if (name == "odd") return value % 2 != 0;
         LMRUN_ASSIGN_OR_RETURN(Value divisor, single_argument(name, args));
-        if (!is_integer(divisor) || divisor.as_int() == 0) return make_error("divisibleby needs a non-zero integer");
+        if (!is_integer(divisor) || divisor.as_int() == 0)
+            return make_error("divisibleby needs a non-zero integer");
         return value % divisor.as_int() == 0;
     }
     if (is_comparison_test(name)) return comparison_test(name, operand, args);

@@ -13,9 +13,9 @@ Error error_at(SourcePos pos, const std::string& message) {
     return make_error("line {}, column {}: {}", pos.line, pos.column, message);
 }
 
-#define LMRUN_JINJA_TRY(lhs, expr, pos)                              \
-    auto LMRUN_CONCAT(jinja_result_, __LINE__) = (expr);             \
-    if (!LMRUN_CONCAT(jinja_result_, __LINE__).ok())                 \
+#define LMRUN_JINJA_TRY(lhs, expr, pos)                                              \
+    auto LMRUN_CONCAT(jinja_result_, __LINE__) = (expr);                             \
+    if (!LMRUN_CONCAT(jinja_result_, __LINE__).ok())                                 \
         return error_at(pos, LMRUN_CONCAT(jinja_result_, __LINE__).error().message); \
     lhs = std::move(LMRUN_CONCAT(jinja_result_, __LINE__)).value()
 
@@ -31,17 +31,28 @@ Value Interpreter::lookup(const std::string& name) const {
 
 Result<Value> Interpreter::eval(const Expr& expr) {
     switch (expr.kind) {
-        case ExprKind::Literal: return static_cast<const LiteralExpr&>(expr).value;
-        case ExprKind::Name: return lookup(static_cast<const NameExpr&>(expr).name);
-        case ExprKind::GetAttr: return eval_get_attr(static_cast<const GetAttrExpr&>(expr));
-        case ExprKind::GetItem: return eval_get_item(static_cast<const GetItemExpr&>(expr));
-        case ExprKind::Slice: return eval_slice(static_cast<const SliceExpr&>(expr));
-        case ExprKind::Call: return eval_call(static_cast<const CallExpr&>(expr));
-        case ExprKind::Filter: return eval_filter(static_cast<const FilterExpr&>(expr));
-        case ExprKind::Test: return eval_test(static_cast<const FilterExpr&>(expr));
-        case ExprKind::Unary: return eval_unary(static_cast<const UnaryExpr&>(expr));
-        case ExprKind::Binary: return eval_binary(static_cast<const BinaryExpr&>(expr));
-        case ExprKind::Compare: return eval_compare(static_cast<const CompareExpr&>(expr));
+        case ExprKind::Literal:
+            return static_cast<const LiteralExpr&>(expr).value;
+        case ExprKind::Name:
+            return lookup(static_cast<const NameExpr&>(expr).name);
+        case ExprKind::GetAttr:
+            return eval_get_attr(static_cast<const GetAttrExpr&>(expr));
+        case ExprKind::GetItem:
+            return eval_get_item(static_cast<const GetItemExpr&>(expr));
+        case ExprKind::Slice:
+            return eval_slice(static_cast<const SliceExpr&>(expr));
+        case ExprKind::Call:
+            return eval_call(static_cast<const CallExpr&>(expr));
+        case ExprKind::Filter:
+            return eval_filter(static_cast<const FilterExpr&>(expr));
+        case ExprKind::Test:
+            return eval_test(static_cast<const FilterExpr&>(expr));
+        case ExprKind::Unary:
+            return eval_unary(static_cast<const UnaryExpr&>(expr));
+        case ExprKind::Binary:
+            return eval_binary(static_cast<const BinaryExpr&>(expr));
+        case ExprKind::Compare:
+            return eval_compare(static_cast<const CompareExpr&>(expr));
         case ExprKind::Conditional: {
             const auto& conditional = static_cast<const ConditionalExpr&>(expr);
             LMRUN_ASSIGN_OR_RETURN(Value condition, eval(*conditional.condition));
@@ -49,8 +60,10 @@ Result<Value> Interpreter::eval(const Expr& expr) {
             if (conditional.if_false) return eval(*conditional.if_false);
             return Value::undefined("the inline if expression has no else branch");
         }
-        case ExprKind::List: return eval_list(static_cast<const ListExpr&>(expr));
-        case ExprKind::Dict: return eval_dict(static_cast<const DictExpr&>(expr));
+        case ExprKind::List:
+            return eval_list(static_cast<const ListExpr&>(expr));
+        case ExprKind::Dict:
+            return eval_dict(static_cast<const DictExpr&>(expr));
     }
     return error_at(expr.pos, "unknown expression");
 }
@@ -117,7 +130,8 @@ Result<Value> Interpreter::eval_call(const CallExpr& expr) {
 
 Result<Value> Interpreter::call(const Value& callee, const CallArgs& args) {
     if (callee.is_undefined()) return undefined_error(callee);
-    if (callee.kind() != ValueKind::Callable) return make_error("'{}' object is not callable", type_name(callee.kind()));
+    if (callee.kind() != ValueKind::Callable)
+        return make_error("'{}' object is not callable", type_name(callee.kind()));
     return callee.as_callable().function(args, *this);
 }
 
@@ -140,8 +154,10 @@ Result<Value> Interpreter::eval_unary(const UnaryExpr& expr) {
     if (expr.op == "not") return Value(!operand.truthy());
     if (operand.is_undefined()) return error_at(expr.pos, undefined_error(operand).message);
     if (!operand.is_number())
-        return error_at(expr.pos, fmt::format("bad operand type for unary {}: '{}'", expr.op, type_name(operand.kind())));
-    if (expr.op == "+") return operand.kind() == ValueKind::Bool ? Value(int64_t{operand.as_bool()}) : operand;
+        return error_at(
+            expr.pos, fmt::format("bad operand type for unary {}: '{}'", expr.op, type_name(operand.kind())));
+    if (expr.op == "+")
+        return operand.kind() == ValueKind::Bool ? Value(int64_t{operand.as_bool()}) : operand;
     if (operand.kind() == ValueKind::Float) return Value(-operand.as_float());  // keeps -0.0
     LMRUN_JINJA_TRY(Value negated, arithmetic("-", Value(int64_t{0}), operand), expr.pos);
     return negated;
@@ -211,7 +227,9 @@ Result<Value> Interpreter::eval_dict(const DictExpr& expr) {
     ValueDict dict;
     for (const auto& [key_expr, value_expr] : expr.items) {
         LMRUN_ASSIGN_OR_RETURN(Value key, eval(*key_expr));
-        if (!key.is_string()) return error_at(key_expr->pos, fmt::format("dict keys must be strings, not {}", type_name(key.kind())));
+        if (!key.is_string())
+            return error_at(key_expr->pos,
+                            fmt::format("dict keys must be strings, not {}", type_name(key.kind())));
         LMRUN_ASSIGN_OR_RETURN(Value value, eval(*value_expr));
         dict.set(key.as_string(), std::move(value));
     }

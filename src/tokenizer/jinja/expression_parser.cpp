@@ -32,7 +32,9 @@ Result<ExprPtr> parse_binary_level(TokenStream& stream, SubParser operand,
     }
 }
 
-Result<ExprPtr> parse_unary_filtered(TokenStream& stream) { return parse_unary(stream, true); }
+Result<ExprPtr> parse_unary_filtered(TokenStream& stream) {
+    return parse_unary(stream, true);
+}
 Result<ExprPtr> parse_pow(TokenStream& stream) {
     return parse_binary_level(stream, parse_unary_filtered, {"**"}, false);
 }
@@ -84,8 +86,12 @@ Result<ExprPtr> parse_not(TokenStream& stream) {
     return parse_compare(stream);
 }
 
-Result<ExprPtr> parse_and(TokenStream& stream) { return parse_binary_level(stream, parse_not, {"and"}, true); }
-Result<ExprPtr> parse_or(TokenStream& stream) { return parse_binary_level(stream, parse_and, {"or"}, true); }
+Result<ExprPtr> parse_and(TokenStream& stream) {
+    return parse_binary_level(stream, parse_not, {"and"}, true);
+}
+Result<ExprPtr> parse_or(TokenStream& stream) {
+    return parse_binary_level(stream, parse_and, {"or"}, true);
+}
 
 // Literal, name, parenthesised expression or tuple, list or dict display.
 Result<ExprPtr> parse_primary(TokenStream& stream);
@@ -139,9 +145,12 @@ Result<ExprPtr> parse_primary(TokenStream& stream) {
     switch (token.kind) {
         case TokenKind::Name: {
             const std::string name = stream.next().text;
-            if (name == "true" || name == "True") return ExprPtr(std::make_unique<LiteralExpr>(pos, Value(true)));
-            if (name == "false" || name == "False") return ExprPtr(std::make_unique<LiteralExpr>(pos, Value(false)));
-            if (name == "none" || name == "None") return ExprPtr(std::make_unique<LiteralExpr>(pos, Value::none()));
+            if (name == "true" || name == "True")
+                return ExprPtr(std::make_unique<LiteralExpr>(pos, Value(true)));
+            if (name == "false" || name == "False")
+                return ExprPtr(std::make_unique<LiteralExpr>(pos, Value(false)));
+            if (name == "none" || name == "None")
+                return ExprPtr(std::make_unique<LiteralExpr>(pos, Value::none()));
             return ExprPtr(std::make_unique<NameExpr>(pos, name));
         }
         case TokenKind::String: {
@@ -149,8 +158,10 @@ Result<ExprPtr> parse_primary(TokenStream& stream) {
             while (stream.at(TokenKind::String)) text += stream.next().text;  // "a" "b" == "ab"
             return ExprPtr(std::make_unique<LiteralExpr>(pos, Value(std::move(text))));
         }
-        case TokenKind::Integer: return ExprPtr(std::make_unique<LiteralExpr>(pos, Value(stream.next().int_value)));
-        case TokenKind::Float: return ExprPtr(std::make_unique<LiteralExpr>(pos, Value(stream.next().float_value)));
+        case TokenKind::Integer:
+            return ExprPtr(std::make_unique<LiteralExpr>(pos, Value(stream.next().int_value)));
+        case TokenKind::Float:
+            return ExprPtr(std::make_unique<LiteralExpr>(pos, Value(stream.next().float_value)));
         case TokenKind::Operator:
             if (stream.accept_operator("(")) return parse_parenthesized(stream, pos);
             if (stream.accept_operator("[")) return parse_list_display(stream, pos);
@@ -220,8 +231,9 @@ Result<ExprPtr> parse_test(TokenStream& stream, ExprPtr operand, const SourcePos
     const Token& token = stream.peek();
     if (stream.accept_operator("(")) {
         LMRUN_ASSIGN_OR_RETURN(test->args, parse_call_args(stream));
-    } else if ((token.kind == TokenKind::Name || token.kind == TokenKind::String || token.kind == TokenKind::Integer ||
-                token.kind == TokenKind::Float || stream.at_operator("[") || stream.at_operator("{")) &&
+    } else if ((token.kind == TokenKind::Name || token.kind == TokenKind::String ||
+                token.kind == TokenKind::Integer || token.kind == TokenKind::Float ||
+                stream.at_operator("[") || stream.at_operator("{")) &&
                !stream.at_name("else") && !stream.at_name("or") && !stream.at_name("and")) {
         if (stream.at_name("is")) return stream.error_at(token, "tests cannot be chained with 'is'");
         LMRUN_ASSIGN_OR_RETURN(ExprPtr argument, parse_primary(stream));
@@ -237,7 +249,8 @@ Result<ExprPtr> parse_filter_chain(TokenStream& stream, ExprPtr node) {
         if (stream.accept_operator("|")) {
             LMRUN_ASSIGN_OR_RETURN(std::string name, stream.expect_name());
             if (!is_known_filter(name)) return error_at_pos(pos, fmt::format("unknown filter '{}'", name));
-            auto filter = std::make_unique<FilterExpr>(ExprKind::Filter, pos, std::move(node), std::move(name));
+            auto filter =
+                std::make_unique<FilterExpr>(ExprKind::Filter, pos, std::move(node), std::move(name));
             if (stream.accept_operator("(")) {
                 LMRUN_ASSIGN_OR_RETURN(filter->args, parse_call_args(stream));
             }
@@ -285,7 +298,8 @@ Result<ExprPtr> parse_expression(TokenStream& stream, bool with_conditional) {
         if (stream.accept_name("else")) {
             LMRUN_ASSIGN_OR_RETURN(if_false, parse_expression(stream));
         }
-        node = std::make_unique<ConditionalExpr>(pos, std::move(condition), std::move(node), std::move(if_false));
+        node = std::make_unique<ConditionalExpr>(pos, std::move(condition), std::move(node),
+                                                 std::move(if_false));
     }
     return node;
 }
@@ -297,7 +311,8 @@ Result<ExprPtr> parse_tuple(TokenStream& stream, bool with_conditional) {
     auto tuple = std::make_unique<ListExpr>(pos);
     tuple->items.push_back(std::move(first));
     while (stream.accept_operator(",")) {
-        if (stream.at(TokenKind::BlockEnd) || stream.at(TokenKind::VariableEnd) || stream.at_name("if")) break;
+        if (stream.at(TokenKind::BlockEnd) || stream.at(TokenKind::VariableEnd) || stream.at_name("if"))
+            break;
         LMRUN_ASSIGN_OR_RETURN(ExprPtr item, parse_expression(stream, with_conditional));
         tuple->items.push_back(std::move(item));
     }

@@ -29,12 +29,15 @@ Value make_loop_value(const ValueList& items, size_t index) {
     loop.entries.emplace_back("length", Value(length));
     loop.entries.emplace_back("depth", Value(int64_t{1}));
     loop.entries.emplace_back("depth0", Value(int64_t{0}));
-    loop.entries.emplace_back("previtem", index > 0 ? items[index - 1] : Value::undefined("there is no previous item"));
-    loop.entries.emplace_back("nextitem", index + 1 < items.size() ? items[index + 1] : Value::undefined("there is no next item"));
-    loop.entries.emplace_back("cycle", Value::callable("loop.cycle", [index](const CallArgs& args, Interpreter&) -> Result<Value> {
-        if (args.positional.empty()) return make_error("loop.cycle() needs at least one argument");
-        return args.positional[index % args.positional.size()];
-    }));
+    loop.entries.emplace_back("previtem",
+                              index > 0 ? items[index - 1] : Value::undefined("there is no previous item"));
+    loop.entries.emplace_back(
+        "nextitem", index + 1 < items.size() ? items[index + 1] : Value::undefined("there is no next item"));
+    loop.entries.emplace_back(
+        "cycle", Value::callable("loop.cycle", [index](const CallArgs& args, Interpreter&) -> Result<Value> {
+            if (args.positional.empty()) return make_error("loop.cycle() needs at least one argument");
+            return args.positional[index % args.positional.size()];
+        }));
     return Value::dict(std::move(loop));
 }
 
@@ -51,7 +54,9 @@ Interpreter::~Interpreter() {
     for (const Value& ns : namespaces_) ns.namespace_attributes().entries.clear();
 }
 
-void Interpreter::own_namespace(const Value& ns) { namespaces_.push_back(ns); }
+void Interpreter::own_namespace(const Value& ns) {
+    namespaces_.push_back(ns);
+}
 
 Result<std::string> Interpreter::render(const Template& tmpl) {
     std::string out;
@@ -90,7 +95,8 @@ Result<Interpreter::Flow> Interpreter::render_node(const Node& node, std::string
             LMRUN_ASSIGN_OR_RETURN(Value condition, eval(*if_node.condition));
             return render_nodes(condition.truthy() ? if_node.body : if_node.else_body, out);
         }
-        case NodeKind::For: return render_for(static_cast<const ForNode&>(node), out);
+        case NodeKind::For:
+            return render_for(static_cast<const ForNode&>(node), out);
         case NodeKind::Set:
             LMRUN_RETURN_IF_ERROR(render_set(static_cast<const SetNode&>(node)));
             return Flow::Normal;
@@ -103,14 +109,18 @@ Result<Interpreter::Flow> Interpreter::render_node(const Node& node, std::string
         }
         case NodeKind::Macro: {
             const auto* macro = &static_cast<const MacroNode&>(node);
-            assign(macro->name, Value::callable(macro->name, [macro](const CallArgs& args, Interpreter& interpreter) {
-                return interpreter.call_macro(*macro, args);
-            }));
+            assign(macro->name,
+                   Value::callable(macro->name, [macro](const CallArgs& args, Interpreter& interpreter) {
+                       return interpreter.call_macro(*macro, args);
+                   }));
             return Flow::Normal;
         }
-        case NodeKind::Break: return Flow::Break;
-        case NodeKind::Continue: return Flow::Continue;
-        case NodeKind::Scope: return render_nodes(static_cast<const ScopeNode&>(node).body, out);
+        case NodeKind::Break:
+            return Flow::Break;
+        case NodeKind::Continue:
+            return Flow::Continue;
+        case NodeKind::Scope:
+            return render_nodes(static_cast<const ScopeNode&>(node).body, out);
     }
     return error_at(node.pos, "unknown statement");
 }
@@ -123,7 +133,8 @@ Status Interpreter::bind_targets(const std::vector<std::string>& targets, const 
     auto items = iterate(value);
     if (!items.ok()) return error_at(pos, items.error().message);
     if (items->size() != targets.size())
-        return error_at(pos, fmt::format("cannot unpack {} values into {} names", items->size(), targets.size()));
+        return error_at(pos,
+                        fmt::format("cannot unpack {} values into {} names", items->size(), targets.size()));
     for (size_t i = 0; i < targets.size(); ++i) assign(targets[i], (*items)[i]);
     return ok_status();
 }
@@ -148,7 +159,8 @@ Result<Interpreter::Flow> Interpreter::render_for(const ForNode& node, std::stri
     }
     if (items.empty()) return render_nodes(node.else_body, out);
     for (size_t i = 0; i < items.size(); ++i) {
-        if (++num_loop_iterations_ > kMaxLoopIterations) return error_at(node.pos, "too many loop iterations");
+        if (++num_loop_iterations_ > kMaxLoopIterations)
+            return error_at(node.pos, "too many loop iterations");
         frames_.emplace_back();
         Status bound = bind_targets(node.targets, items[i], node.pos);
         if (bound.ok()) assign("loop", make_loop_value(items, i));
@@ -165,7 +177,8 @@ Status Interpreter::render_set(const SetNode& node) {
     if (node.attribute.empty()) return bind_targets(node.targets, value, node.pos);
     const Value target = lookup(node.targets[0]);
     if (target.kind() != ValueKind::Namespace)
-        return error_at(node.pos, fmt::format("cannot assign attribute on non-namespace object '{}'", node.targets[0]));
+        return error_at(node.pos,
+                        fmt::format("cannot assign attribute on non-namespace object '{}'", node.targets[0]));
     // Namespaces are the only way to grow a value across loop iterations, so
     // nesting is bounded here.
     if (value.depth() >= Value::kMaxDepth) return error_at(node.pos, "lists and dicts nested too deeply");
@@ -200,7 +213,8 @@ Result<Value> Interpreter::call_macro(const MacroNode& macro, const CallArgs& ar
         }
     }
     std::string out;
-    Result<Flow> flow = defaults_status.ok() ? render_nodes(macro.body, out) : Result<Flow>(defaults_status.error());
+    Result<Flow> flow =
+        defaults_status.ok() ? render_nodes(macro.body, out) : Result<Flow>(defaults_status.error());
     --call_depth_;
     frames_.pop_back();
     base_ = saved_base;

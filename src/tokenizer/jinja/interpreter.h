@@ -16,7 +16,7 @@
 namespace lmrun::jinja {
 
 class Interpreter {
-public:
+  public:
     // `variables` are the template's top-level context (messages, flags, ...);
     // builtin functions (range, namespace, raise_exception, ...) are added.
     explicit Interpreter(const ValueDict& variables);
@@ -32,7 +32,7 @@ public:
     // namespace() registers what it creates; they are emptied when the render ends.
     void own_namespace(const Value& ns);
 
-private:
+  private:
     enum class Flow { Normal, Break, Continue };
     using Frame = std::unordered_map<std::string, Value>;
 

@@ -9,10 +9,18 @@
 namespace lmrun::jinja {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
+bool is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
+bool is_name_start(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+bool is_name_char(char c) {
+    return is_name_start(c) || is_digit(c);
+}
 
 // Jinja reads templates with universal newlines and, without
 // keep_trailing_newline, drops one final newline.
@@ -32,7 +40,7 @@ std::string normalize_source(std::string_view source) {
 }
 
 class Lexer {
-public:
+  public:
     explicit Lexer(std::string_view source) : source_(normalize_source(source)) {
         line_starts_.push_back(0);
         for (size_t i = 0; i < source_.size(); ++i)
@@ -61,7 +69,7 @@ public:
         return std::move(tokens_);
     }
 
-private:
+  private:
     SourcePos position(size_t offset) const {
         const auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
         const size_t line = static_cast<size_t>(it - line_starts_.begin());
@@ -78,7 +86,8 @@ private:
     }
 
     char modifier_at(size_t offset) const {
-        if (offset < source_.size() && (source_[offset] == '-' || source_[offset] == '+')) return source_[offset];
+        if (offset < source_.size() && (source_[offset] == '-' || source_[offset] == '+'))
+            return source_[offset];
         return 0;
     }
 
@@ -100,10 +109,12 @@ private:
             const size_t newline = text.rfind('\n');
             const size_t line_begin = newline == std::string_view::npos ? 0 : newline + 1;
             const bool line_starting = begin == 0 || source_[begin - 1] == '\n';
-            if ((line_begin > 0 || line_starting) && python_strip(text.substr(line_begin), StripSide::Both, "", false).empty())
+            if ((line_begin > 0 || line_starting) &&
+                python_strip(text.substr(line_begin), StripSide::Both, "", false).empty())
                 kept.resize(line_begin);
         }
-        if (!kept.empty()) tokens_.push_back(Token{TokenKind::Text, std::move(kept), position(begin), 0, 0.0});
+        if (!kept.empty())
+            tokens_.push_back(Token{TokenKind::Text, std::move(kept), position(begin), 0, 0.0});
     }
 
     // After a tag: `-` strips all following whitespace; block and comment tags
@@ -130,7 +141,8 @@ private:
     }
 
     // Matches `{%[-+]? *<word> *[-+]?%}` at `tag`; returns the offset after it.
-    size_t match_simple_tag(size_t tag, std::string_view word, char* begin_modifier, char* end_modifier) const {
+    size_t match_simple_tag(size_t tag, std::string_view word, char* begin_modifier,
+                            char* end_modifier) const {
         size_t p = tag + 2;
         *begin_modifier = modifier_at(p);
         if (*begin_modifier != 0) ++p;
@@ -171,7 +183,8 @@ private:
 
     Status lex_tag(size_t tag, bool is_block) {
         const SourcePos begin_pos = position(tag);
-        tokens_.push_back(Token{is_block ? TokenKind::BlockBegin : TokenKind::VariableBegin, "", begin_pos, 0, 0.0});
+        tokens_.push_back(
+            Token{is_block ? TokenKind::BlockBegin : TokenKind::VariableBegin, "", begin_pos, 0, 0.0});
         size_t p = tag + 2 + (modifier_at(tag + 2) != 0 ? 1 : 0);
         const std::string_view end_marker = is_block ? "%}" : "}}";
         int depth = 0;
@@ -182,7 +195,8 @@ private:
             const char modifier = modifier_at(p);
             const size_t marker = p + (modifier != 0 ? 1 : 0);
             if (depth == 0 && starts_with_at(marker, end_marker)) {
-                tokens_.push_back(Token{is_block ? TokenKind::BlockEnd : TokenKind::VariableEnd, "", position(p), 0, 0.0});
+                tokens_.push_back(
+                    Token{is_block ? TokenKind::BlockEnd : TokenKind::VariableEnd, "", position(p), 0, 0.0});
                 skip_after_tag(marker + 2, modifier, is_block);
                 return ok_status();
             }
@@ -219,7 +233,9 @@ private:
         const size_t start = p;
         std::string digits;
         const auto take_digits = [&] {
-            while (p < source_.size() && (is_digit(source_[p]) || (source_[p] == '_' && p + 1 < source_.size() && is_digit(source_[p + 1])))) {
+            while (p < source_.size() &&
+                   (is_digit(source_[p]) ||
+                    (source_[p] == '_' && p + 1 < source_.size() && is_digit(source_[p + 1])))) {
                 if (source_[p] != '_') digits += source_[p];
                 ++p;
             }
@@ -241,7 +257,8 @@ private:
                 take_digits();
             }
         }
-        Token token{is_float ? TokenKind::Float : TokenKind::Integer, source_.substr(start, p - start), position(start), 0, 0.0};
+        Token token{is_float ? TokenKind::Float : TokenKind::Integer, source_.substr(start, p - start),
+                    position(start), 0, 0.0};
         const char* first = digits.data();
         const char* last = digits.data() + digits.size();
         const auto parsed = is_float ? std::from_chars(first, last, token.float_value)
@@ -266,8 +283,10 @@ private:
         const size_t num_hex = c == 'x' ? 2 : c == 'u' ? 4 : c == 'U' ? 8 : 0;
         if (num_hex > 0 && p + num_hex < source_.size()) {
             uint32_t cp = 0;
-            const auto parsed = std::from_chars(source_.data() + p + 1, source_.data() + p + 1 + num_hex, cp, 16);
-            if (parsed.ec == std::errc() && parsed.ptr == source_.data() + p + 1 + num_hex && cp <= 0x10FFFF) {
+            const auto parsed =
+                std::from_chars(source_.data() + p + 1, source_.data() + p + 1 + num_hex, cp, 16);
+            if (parsed.ec == std::errc() && parsed.ptr == source_.data() + p + 1 + num_hex &&
+                cp <= 0x10FFFF) {
                 append_utf8(out, cp);
                 return p + 1 + num_hex;
             }
@@ -308,6 +327,8 @@ private:
 
 }  // namespace
 
-Result<std::vector<Token>> tokenize(std::string_view source) { return Lexer(source).run(); }
+Result<std::vector<Token>> tokenize(std::string_view source) {
+    return Lexer(source).run();
+}
 
 }  // namespace lmrun::jinja

@@ -26,9 +26,9 @@ enum class TokenKind {
     BlockBegin,     // {%
     BlockEnd,       // %}
     Name,
-    String,   // text holds the decoded value
-    Integer,  // int_value
-    Float,    // float_value
+    String,    // text holds the decoded value
+    Integer,   // int_value
+    Float,     // float_value
     Operator,  // text holds the operator: + - * / // % ** ~ == != < > <= >= = ( ) [ ] { } , . : |
     End,
 };

@@ -15,8 +15,10 @@ Error undefined_error(const Value& value) {
 
 Result<ValueList> iterate(const Value& value) {
     switch (value.kind()) {
-        case ValueKind::Undefined: return ValueList{};
-        case ValueKind::List: return value.as_list();
+        case ValueKind::Undefined:
+            return ValueList{};
+        case ValueKind::List:
+            return value.as_list();
         case ValueKind::Dict: {
             ValueList keys;
             for (const auto& entry : value.as_dict().entries) keys.emplace_back(entry.first);
@@ -56,7 +58,8 @@ bool normalize_index(const Value& index, size_t size, size_t& out) {
 }
 
 Value missing_item(const Value& object, const Value& index) {
-    return Value::undefined(fmt::format("'{} object' has no element {}", type_name(object.kind()), to_python_repr(index)));
+    return Value::undefined(
+        fmt::format("'{} object' has no element {}", type_name(object.kind()), to_python_repr(index)));
 }
 
 }  // namespace
@@ -64,21 +67,24 @@ Value missing_item(const Value& object, const Value& index) {
 Result<Value> get_item(const Value& object, const Value& index) {
     size_t i = 0;
     switch (object.kind()) {
-        case ValueKind::Undefined: return undefined_error(object);
+        case ValueKind::Undefined:
+            return undefined_error(object);
         case ValueKind::List:
             if (normalize_index(index, object.as_list().size(), i)) return object.as_list()[i];
             return missing_item(object, index);
         case ValueKind::String: {
             const std::string& text = object.as_string();
             const std::vector<size_t> offsets = code_point_offsets(text);
-            if (normalize_index(index, offsets.size() - 1, i)) return Value(text.substr(offsets[i], offsets[i + 1] - offsets[i]));
+            if (normalize_index(index, offsets.size() - 1, i))
+                return Value(text.substr(offsets[i], offsets[i + 1] - offsets[i]));
             return missing_item(object, index);
         }
         case ValueKind::Dict:
         case ValueKind::Namespace:
             if (index.is_string()) {
                 if (const Value* found = object.as_dict().find(index.as_string())) return *found;
-                return Value::undefined(fmt::format("'dict object' has no attribute '{}'", index.as_string()));
+                return Value::undefined(
+                    fmt::format("'dict object' has no attribute '{}'", index.as_string()));
             }
             return missing_item(object, index);
         default:
@@ -88,7 +94,8 @@ Result<Value> get_item(const Value& object, const Value& index) {
 
 namespace {
 
-Result<std::vector<size_t>> slice_indices(size_t size, const Value& start, const Value& stop, const Value& step) {
+Result<std::vector<size_t>> slice_indices(size_t size, const Value& start, const Value& stop,
+                                          const Value& step) {
     const auto as_int = [](const Value& v, int64_t& out) -> Status {
         if (v.is_undefined() || v.is_none()) return ok_status();
         if (v.kind() == ValueKind::Bool) {
@@ -120,7 +127,8 @@ Result<std::vector<size_t>> slice_indices(size_t size, const Value& start, const
         end = clamp(end);
     }
     std::vector<size_t> indices;
-    for (int64_t i = begin; step_value > 0 ? i < end : i > end; i += step_value) indices.push_back(static_cast<size_t>(i));
+    for (int64_t i = begin; step_value > 0 ? i < end : i > end; i += step_value)
+        indices.push_back(static_cast<size_t>(i));
     return indices;
 }
 
@@ -138,7 +146,8 @@ Result<Value> slice_value(const Value& object, const Value& start, const Value& 
     if (object.is_string()) {
         const std::string& text = object.as_string();
         const std::vector<size_t> offsets = code_point_offsets(text);
-        LMRUN_ASSIGN_OR_RETURN(std::vector<size_t> indices, slice_indices(offsets.size() - 1, start, stop, step));
+        LMRUN_ASSIGN_OR_RETURN(std::vector<size_t> indices,
+                               slice_indices(offsets.size() - 1, start, stop, step));
         std::string result;
         for (const size_t i : indices) result.append(text, offsets[i], offsets[i + 1] - offsets[i]);
         return Value(std::move(result));
@@ -149,10 +158,12 @@ Result<Value> slice_value(const Value& object, const Value& start, const Value& 
 
 Result<bool> contains(const Value& container, const Value& item) {
     switch (container.kind()) {
-        case ValueKind::Undefined: return false;
+        case ValueKind::Undefined:
+            return false;
         case ValueKind::String:
             if (!item.is_string())
-                return make_error("'in <string>' requires string as left operand, not {}", type_name(item.kind()));
+                return make_error("'in <string>' requires string as left operand, not {}",
+                                  type_name(item.kind()));
             return container.as_string().find(item.as_string()) != std::string::npos;
         case ValueKind::List:
             for (const Value& element : container.as_list())
@@ -173,7 +184,8 @@ int64_t int_of(const Value& value) {
 }
 
 Error unsupported(std::string_view op, const Value& a, const Value& b) {
-    return make_error("unsupported operand type(s) for {}: '{}' and '{}'", op, type_name(a.kind()), type_name(b.kind()));
+    return make_error("unsupported operand type(s) for {}: '{}' and '{}'", op, type_name(a.kind()),
+                      type_name(b.kind()));
 }
 
 Result<Value> repeat(const Value& sequence, int64_t count) {
@@ -197,9 +209,9 @@ Result<Value> repeat(const Value& sequence, int64_t count) {
 Result<Value> integer_arithmetic(std::string_view op, int64_t x, int64_t y) {
     int64_t result = 0;
     if (op == "+" || op == "-" || op == "*") {
-        const bool overflow = op == "+" ? __builtin_add_overflow(x, y, &result)
-                            : op == "-" ? __builtin_sub_overflow(x, y, &result)
-                                        : __builtin_mul_overflow(x, y, &result);
+        const bool overflow = op == "+"   ? __builtin_add_overflow(x, y, &result)
+                              : op == "-" ? __builtin_sub_overflow(x, y, &result)
+                                          : __builtin_mul_overflow(x, y, &result);
         if (overflow) return make_error("integer overflow in '{}'", op);
         return Value(result);
     }
@@ -254,7 +266,8 @@ Result<Value> arithmetic(std::string_view op, const Value& a, const Value& b) {
     }
     if (op == "+" && a.kind() == b.kind()) {
         if (a.is_string()) {
-            if (a.as_string().size() + b.as_string().size() > kMaxStringBytes) return make_error("string is too large");
+            if (a.as_string().size() + b.as_string().size() > kMaxStringBytes)
+                return make_error("string is too large");
             return Value(a.as_string() + b.as_string());
         }
         if (a.kind() == ValueKind::List) {
@@ -271,7 +284,8 @@ Result<Value> arithmetic(std::string_view op, const Value& a, const Value& b) {
         if (a_sequence && b_int) return repeat(a, int_of(b));
         if (b_sequence && a_int) return repeat(b, int_of(a));
     }
-    if (op == "%" && a.is_string()) return make_error("printf-style string formatting with '%' is not supported");
+    if (op == "%" && a.is_string())
+        return make_error("printf-style string formatting with '%' is not supported");
     return unsupported(op, a, b);
 }
 
@@ -282,13 +296,16 @@ Result<BoundArgs> BoundArgs::bind(std::string_view function, const CallArgs& arg
     bound.params_.assign(params.begin(), params.end());
     bound.values_.resize(params.size());
     if (args.positional.size() > params.size())
-        return make_error("{}() takes at most {} arguments ({} given)", function, params.size(), args.positional.size());
+        return make_error("{}() takes at most {} arguments ({} given)", function, params.size(),
+                          args.positional.size());
     for (size_t i = 0; i < args.positional.size(); ++i) bound.values_[i] = args.positional[i];
     for (const auto& [name, value] : args.keyword) {
         size_t index = 0;
         while (index < bound.params_.size() && bound.params_[index] != name) ++index;
-        if (index == bound.params_.size()) return make_error("{}() got an unexpected keyword argument '{}'", function, name);
-        if (index < args.positional.size()) return make_error("{}() got multiple values for argument '{}'", function, name);
+        if (index == bound.params_.size())
+            return make_error("{}() got an unexpected keyword argument '{}'", function, name);
+        if (index < args.positional.size())
+            return make_error("{}() got multiple values for argument '{}'", function, name);
         bound.values_[index] = value;
     }
     return bound;
@@ -299,14 +316,16 @@ Result<int64_t> BoundArgs::get_int(size_t index, int64_t fallback) const {
     if (!given(index) || value.is_none()) return fallback;
     if (value.kind() == ValueKind::Int) return value.as_int();
     if (value.kind() == ValueKind::Bool) return int64_t{value.as_bool()};
-    return make_error("{}(): argument '{}' must be an integer, not {}", function_, params_[index], type_name(value.kind()));
+    return make_error("{}(): argument '{}' must be an integer, not {}", function_, params_[index],
+                      type_name(value.kind()));
 }
 
 Result<std::string> BoundArgs::get_string(size_t index, const std::string& fallback) const {
     const Value& value = values_[index];
     if (!given(index) || value.is_none()) return fallback;
     if (value.is_string()) return value.as_string();
-    return make_error("{}(): argument '{}' must be a string, not {}", function_, params_[index], type_name(value.kind()));
+    return make_error("{}(): argument '{}' must be a string, not {}", function_, params_[index],
+                      type_name(value.kind()));
 }
 
 }  // namespace lmrun::jinja

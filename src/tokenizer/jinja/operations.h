@@ -36,7 +36,7 @@ Result<Value> arithmetic(std::string_view op, const Value& a, const Value& b);
 
 // Python-style binding of positional and keyword arguments to named parameters.
 class BoundArgs {
-public:
+  public:
     static Result<BoundArgs> bind(std::string_view function, const CallArgs& args,
                                   std::initializer_list<std::string_view> params);
     // Undefined when the argument was not given.
@@ -45,7 +45,7 @@ public:
     Result<int64_t> get_int(size_t index, int64_t fallback) const;
     Result<std::string> get_string(size_t index, const std::string& fallback) const;
 
-private:
+  private:
     std::string function_;
     std::vector<std::string_view> params_;
     std::vector<Value> values_;

@@ -9,7 +9,7 @@ namespace lmrun::jinja {
 namespace {
 
 class StatementParser {
-public:
+  public:
     explicit StatementParser(std::vector<Token> tokens) : stream_(std::move(tokens)) {}
 
     Result<std::unique_ptr<Template>> run() {
@@ -19,7 +19,7 @@ public:
         return result;
     }
 
-private:
+  private:
     // Parses nodes until `{% <one of end_keywords>`; consumes the keyword and
     // stores it in `end_keyword`. Empty end_keywords: parse to the end.
     Status parse_body(std::initializer_list<std::string_view> end_keywords, NodeList& body,
@@ -69,9 +69,11 @@ private:
         if (name == "macro") return parse_macro(keyword.pos);
         if (name == "generation") return parse_scope(keyword.pos, "endgeneration");
         if (name == "break" || name == "continue") {
-            if (loop_depth_ == 0) return stream_.error_at(keyword, fmt::format("'{}' outside of a loop", name));
+            if (loop_depth_ == 0)
+                return stream_.error_at(keyword, fmt::format("'{}' outside of a loop", name));
             LMRUN_RETURN_IF_ERROR(expect_block_end());
-            return std::make_unique<Node>(name == "break" ? NodeKind::Break : NodeKind::Continue, keyword.pos);
+            return std::make_unique<Node>(name == "break" ? NodeKind::Break : NodeKind::Continue,
+                                          keyword.pos);
         }
         return stream_.error_at(keyword, fmt::format("unknown or unsupported tag '{}'", name));
     }
@@ -114,7 +116,8 @@ private:
         if (stream_.accept_name("if")) {
             LMRUN_ASSIGN_OR_RETURN(node->filter, parse_expression(stream_));
         }
-        if (stream_.at_name("recursive")) return stream_.error_at(stream_.peek(), "recursive loops are not supported");
+        if (stream_.at_name("recursive"))
+            return stream_.error_at(stream_.peek(), "recursive loops are not supported");
         LMRUN_RETURN_IF_ERROR(expect_block_end());
         std::string end;
         ++loop_depth_;

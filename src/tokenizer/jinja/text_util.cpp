@@ -85,8 +85,14 @@ size_t code_point_count(std::string_view text) {
 bool is_python_space(uint32_t cp) {
     if ((cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20)) return true;
     switch (cp) {
-        case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029:
-        case 0x202F: case 0x205F: case 0x3000:
+        case 0x85:
+        case 0xA0:
+        case 0x1680:
+        case 0x2028:
+        case 0x2029:
+        case 0x202F:
+        case 0x205F:
+        case 0x3000:
             return true;
         default:
             return cp >= 0x2000 && cp <= 0x200A;
@@ -198,8 +204,8 @@ std::string replace_all(std::string_view text, std::string_view from, std::strin
 namespace {
 
 std::string icu_case(std::string_view text, bool upper) {
-    icu::UnicodeString unicode = icu::UnicodeString::fromUTF8(
-        icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
+    icu::UnicodeString unicode =
+        icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
     if (upper) {
         unicode.toUpper(icu::Locale::getRoot());
     } else {
@@ -212,8 +218,12 @@ std::string icu_case(std::string_view text, bool upper) {
 
 }  // namespace
 
-std::string to_upper(std::string_view text) { return icu_case(text, true); }
-std::string to_lower(std::string_view text) { return icu_case(text, false); }
+std::string to_upper(std::string_view text) {
+    return icu_case(text, true);
+}
+std::string to_lower(std::string_view text) {
+    return icu_case(text, false);
+}
 
 std::string capitalize(std::string_view text) {
     if (text.empty()) return {};
@@ -233,8 +243,8 @@ std::string title_case(std::string_view text) {
         const size_t start = pos;
         const uint32_t cp = decode_utf8(text, pos);
         const std::string_view piece = text.substr(start, pos - start);
-        const bool separator = is_python_space(cp) || cp == '-' || cp == '(' || cp == '{' ||
-                               cp == '[' || cp == '<';
+        const bool separator =
+            is_python_space(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
         if (separator) {
             result += piece;
             word_start = true;

@@ -29,8 +29,7 @@ std::string python_strip(std::string_view text, StripSide side, std::string_view
 std::vector<std::string> python_split(std::string_view text, std::string_view sep, bool sep_given,
                                       int64_t max_split);
 
-std::string replace_all(std::string_view text, std::string_view from, std::string_view to,
-                        int64_t max_count);
+std::string replace_all(std::string_view text, std::string_view from, std::string_view to, int64_t max_count);
 
 // Full Unicode case mapping (ICU, root locale), like Python's str.upper()/lower().
 std::string to_upper(std::string_view text);

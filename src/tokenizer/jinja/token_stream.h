@@ -13,7 +13,7 @@
 namespace lmrun::jinja {
 
 class TokenStream {
-public:
+  public:
     static constexpr int kMaxNesting = 200;
 
     explicit TokenStream(std::vector<Token> tokens) : tokens_(std::move(tokens)) {}
@@ -67,36 +67,43 @@ public:
 
     static std::string describe(const Token& token) {
         switch (token.kind) {
-            case TokenKind::Text: return "template text";
-            case TokenKind::VariableBegin: return "'{{'";
-            case TokenKind::VariableEnd: return "'}}'";
-            case TokenKind::BlockBegin: return "'{%'";
-            case TokenKind::BlockEnd: return "'%}'";
+            case TokenKind::Text:
+                return "template text";
+            case TokenKind::VariableBegin:
+                return "'{{'";
+            case TokenKind::VariableEnd:
+                return "'}}'";
+            case TokenKind::BlockBegin:
+                return "'{%'";
+            case TokenKind::BlockEnd:
+                return "'%}'";
             case TokenKind::Name:
             case TokenKind::Integer:
             case TokenKind::Float:
             case TokenKind::Operator:
                 return fmt::format("'{}'", token.text);
-            case TokenKind::String: return "a string";
-            case TokenKind::End: return "end of template";
+            case TokenKind::String:
+                return "a string";
+            case TokenKind::End:
+                return "end of template";
         }
         return "token";
     }
 
     // RAII nesting counter; check ok() after constructing.
     class NestingGuard {
-    public:
+      public:
         explicit NestingGuard(TokenStream& stream) : stream_(stream) { ++stream_.nesting_; }
         ~NestingGuard() { --stream_.nesting_; }
         NestingGuard(const NestingGuard&) = delete;
         NestingGuard& operator=(const NestingGuard&) = delete;
         bool ok() const { return stream_.nesting_ <= kMaxNesting; }
 
-    private:
+      private:
         TokenStream& stream_;
     };
 
-private:
+  private:
     std::vector<Token> tokens_;  // always ends with an End token
     size_t index_ = 0;
     int nesting_ = 0;

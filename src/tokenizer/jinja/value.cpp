@@ -75,22 +75,28 @@ namespace {
 
 Result<Value> from_json_at(const nlohmann::ordered_json& json, uint32_t depth) {
     using Type = nlohmann::ordered_json::value_t;
-    if (depth > Value::kMaxDepth) return make_error("JSON value nested deeper than {} levels", Value::kMaxDepth);
+    if (depth > Value::kMaxDepth)
+        return make_error("JSON value nested deeper than {} levels", Value::kMaxDepth);
     switch (json.type()) {
         case Type::null:
         case Type::discarded:
         case Type::binary:
             return Value::none();
-        case Type::boolean: return Value(json.get<bool>());
-        case Type::number_integer: return Value(json.get<int64_t>());
+        case Type::boolean:
+            return Value(json.get<bool>());
+        case Type::number_integer:
+            return Value(json.get<int64_t>());
         case Type::number_unsigned: {
             const uint64_t unsigned_value = json.get<uint64_t>();
             // Beyond int64 we lose Python's big ints; a float keeps the magnitude.
-            if (unsigned_value > static_cast<uint64_t>(INT64_MAX)) return Value(static_cast<double>(unsigned_value));
+            if (unsigned_value > static_cast<uint64_t>(INT64_MAX))
+                return Value(static_cast<double>(unsigned_value));
             return Value(static_cast<int64_t>(unsigned_value));
         }
-        case Type::number_float: return Value(json.get<double>());
-        case Type::string: return Value(json.get<std::string>());
+        case Type::number_float:
+            return Value(json.get<double>());
+        case Type::string:
+            return Value(json.get<std::string>());
         case Type::array: {
             ValueList items;
             items.reserve(json.size());
@@ -115,14 +121,20 @@ Result<Value> from_json_at(const nlohmann::ordered_json& json, uint32_t depth) {
 
 }  // namespace
 
-Result<Value> Value::from_json(const nlohmann::ordered_json& json) { return from_json_at(json, 1); }
+Result<Value> Value::from_json(const nlohmann::ordered_json& json) {
+    return from_json_at(json, 1);
+}
 
 double Value::to_double() const {
     switch (kind_) {
-        case ValueKind::Int: return static_cast<double>(as_int());
-        case ValueKind::Float: return as_float();
-        case ValueKind::Bool: return as_bool() ? 1.0 : 0.0;
-        default: return 0.0;
+        case ValueKind::Int:
+            return static_cast<double>(as_int());
+        case ValueKind::Float:
+            return as_float();
+        case ValueKind::Bool:
+            return as_bool() ? 1.0 : 0.0;
+        default:
+            return 0.0;
     }
 }
 
@@ -136,12 +148,18 @@ bool Value::truthy() const {
         case ValueKind::Undefined:
         case ValueKind::None:
             return false;
-        case ValueKind::Bool: return as_bool();
-        case ValueKind::Int: return as_int() != 0;
-        case ValueKind::Float: return as_float() != 0.0;
-        case ValueKind::String: return !as_string().empty();
-        case ValueKind::List: return !as_list().empty();
-        case ValueKind::Dict: return !as_dict().entries.empty();
+        case ValueKind::Bool:
+            return as_bool();
+        case ValueKind::Int:
+            return as_int() != 0;
+        case ValueKind::Float:
+            return as_float() != 0.0;
+        case ValueKind::String:
+            return !as_string().empty();
+        case ValueKind::List:
+            return !as_list().empty();
+        case ValueKind::Dict:
+            return !as_dict().entries.empty();
         case ValueKind::Namespace:
         case ValueKind::Callable:
             return true;
@@ -169,7 +187,8 @@ bool values_equal(const Value& a, const Value& b) {
         case ValueKind::Undefined:
         case ValueKind::None:
             return true;
-        case ValueKind::String: return a.as_string() == b.as_string();
+        case ValueKind::String:
+            return a.as_string() == b.as_string();
         case ValueKind::List: {
             const ValueList& x = a.as_list();
             const ValueList& y = b.as_list();
@@ -188,8 +207,10 @@ bool values_equal(const Value& a, const Value& b) {
             }
             return true;
         }
-        case ValueKind::Namespace: return &a.namespace_attributes() == &b.namespace_attributes();
-        case ValueKind::Callable: return &a.as_callable() == &b.as_callable();
+        case ValueKind::Namespace:
+            return &a.namespace_attributes() == &b.namespace_attributes();
+        case ValueKind::Callable:
+            return &a.as_callable() == &b.as_callable();
         case ValueKind::Bool:
         case ValueKind::Int:
         case ValueKind::Float:
@@ -221,16 +242,26 @@ Result<bool> value_less(const Value& a, const Value& b) {
 
 const char* type_name(ValueKind kind) {
     switch (kind) {
-        case ValueKind::Undefined: return "Undefined";
-        case ValueKind::None: return "NoneType";
-        case ValueKind::Bool: return "bool";
-        case ValueKind::Int: return "int";
-        case ValueKind::Float: return "float";
-        case ValueKind::String: return "str";
-        case ValueKind::List: return "list";
-        case ValueKind::Dict: return "dict";
-        case ValueKind::Namespace: return "Namespace";
-        case ValueKind::Callable: return "function";
+        case ValueKind::Undefined:
+            return "Undefined";
+        case ValueKind::None:
+            return "NoneType";
+        case ValueKind::Bool:
+            return "bool";
+        case ValueKind::Int:
+            return "int";
+        case ValueKind::Float:
+            return "float";
+        case ValueKind::String:
+            return "str";
+        case ValueKind::List:
+            return "list";
+        case ValueKind::Dict:
+            return "dict";
+        case ValueKind::Namespace:
+            return "Namespace";
+        case ValueKind::Callable:
+            return "function";
     }
     return "object";
 }

@@ -49,7 +49,7 @@ struct Callable {
 enum class ValueKind { Undefined, None, Bool, Int, Float, String, List, Dict, Namespace, Callable };
 
 class Value {
-public:
+  public:
     Value() = default;  // undefined
     Value(bool value) : kind_(ValueKind::Bool), data_(value) {}
     Value(int64_t value) : kind_(ValueKind::Int), data_(value) {}
@@ -78,7 +78,9 @@ public:
     bool is_undefined() const { return kind_ == ValueKind::Undefined; }
     bool is_none() const { return kind_ == ValueKind::None; }
     bool is_string() const { return kind_ == ValueKind::String; }
-    bool is_number() const { return kind_ == ValueKind::Int || kind_ == ValueKind::Float || kind_ == ValueKind::Bool; }
+    bool is_number() const {
+        return kind_ == ValueKind::Int || kind_ == ValueKind::Float || kind_ == ValueKind::Bool;
+    }
 
     bool as_bool() const { return std::get<bool>(data_); }
     int64_t as_int() const { return std::get<int64_t>(data_); }
@@ -95,13 +97,14 @@ public:
     // Python truthiness; undefined is false.
     bool truthy() const;
 
-private:
+  private:
     static uint32_t depth_of(const ValueList& items);
 
     ValueKind kind_ = ValueKind::Undefined;
     uint32_t depth_ = 0;
     std::variant<std::monostate, bool, int64_t, double, std::string, std::shared_ptr<const ValueList>,
-                 std::shared_ptr<const ValueDict>, std::shared_ptr<ValueDict>, std::shared_ptr<const Callable>>
+                 std::shared_ptr<const ValueDict>, std::shared_ptr<ValueDict>,
+                 std::shared_ptr<const Callable>>
         data_;
 };
 

@@ -88,13 +88,27 @@ void append_json_string(const std::string& text, bool ensure_ascii, std::string&
         const size_t start = pos;
         const uint32_t cp = decode_utf8(text, pos);
         switch (cp) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            case '\b': out += "\\b"; break;
-            case '\f': out += "\\f"; break;
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            case '\b':
+                out += "\\b";
+                break;
+            case '\f':
+                out += "\\f";
+                break;
             default:
                 if (cp < 0x20 || (ensure_ascii && cp >= 0x7F && cp < 0x10000)) {
                     out += fmt::format("\\u{:04x}", cp);
@@ -110,19 +124,31 @@ void append_json_string(const std::string& text, bool ensure_ascii, std::string&
 }
 
 class JsonWriter {
-public:
+  public:
     explicit JsonWriter(const JsonOptions& options) : options_(options) {}
 
     Status write(const Value& value, int depth) {
         if (depth > 512) return make_error("tojson: nesting too deep");
         switch (value.kind()) {
-            case ValueKind::None: out_ += "null"; break;
-            case ValueKind::Bool: out_ += value.as_bool() ? "true" : "false"; break;
-            case ValueKind::Int: out_ += std::to_string(value.as_int()); break;
-            case ValueKind::Float: write_float(value.as_float()); break;
-            case ValueKind::String: append_json_string(value.as_string(), options_.ensure_ascii, out_); break;
-            case ValueKind::List: return write_list(value.as_list(), depth);
-            case ValueKind::Dict: return write_dict(value.as_dict(), depth);
+            case ValueKind::None:
+                out_ += "null";
+                break;
+            case ValueKind::Bool:
+                out_ += value.as_bool() ? "true" : "false";
+                break;
+            case ValueKind::Int:
+                out_ += std::to_string(value.as_int());
+                break;
+            case ValueKind::Float:
+                write_float(value.as_float());
+                break;
+            case ValueKind::String:
+                append_json_string(value.as_string(), options_.ensure_ascii, out_);
+                break;
+            case ValueKind::List:
+                return write_list(value.as_list(), depth);
+            case ValueKind::Dict:
+                return write_dict(value.as_dict(), depth);
             case ValueKind::Undefined:
             case ValueKind::Namespace:
             case ValueKind::Callable:
@@ -133,7 +159,7 @@ public:
 
     std::string take() { return std::move(out_); }
 
-private:
+  private:
     void write_float(double number) {
         if (std::isnan(number)) {
             out_ += "NaN";
@@ -178,7 +204,8 @@ private:
         std::vector<const std::pair<std::string, Value>*> entries;
         for (const auto& entry : dict.entries) entries.push_back(&entry);
         if (options_.sort_keys)
-            std::sort(entries.begin(), entries.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+            std::sort(entries.begin(), entries.end(),
+                      [](const auto* a, const auto* b) { return a->first < b->first; });
         out_ += '{';
         for (size_t i = 0; i < entries.size(); ++i) {
             begin_item(i, depth);
@@ -199,20 +226,29 @@ private:
 
 std::string to_python_str(const Value& value) {
     switch (value.kind()) {
-        case ValueKind::Undefined: return "";
-        case ValueKind::String: return value.as_string();
-        default: return to_python_repr(value);
+        case ValueKind::Undefined:
+            return "";
+        case ValueKind::String:
+            return value.as_string();
+        default:
+            return to_python_repr(value);
     }
 }
 
 std::string to_python_repr(const Value& value) {
     switch (value.kind()) {
-        case ValueKind::Undefined: return "";
-        case ValueKind::None: return "None";
-        case ValueKind::Bool: return value.as_bool() ? "True" : "False";
-        case ValueKind::Int: return std::to_string(value.as_int());
-        case ValueKind::Float: return format_python_float(value.as_float());
-        case ValueKind::String: return repr_string(value.as_string());
+        case ValueKind::Undefined:
+            return "";
+        case ValueKind::None:
+            return "None";
+        case ValueKind::Bool:
+            return value.as_bool() ? "True" : "False";
+        case ValueKind::Int:
+            return std::to_string(value.as_int());
+        case ValueKind::Float:
+            return format_python_float(value.as_float());
+        case ValueKind::String:
+            return repr_string(value.as_string());
         case ValueKind::List: {
             std::string out = "[";
             const ValueList& items = value.as_list();
@@ -231,8 +267,10 @@ std::string to_python_repr(const Value& value) {
             }
             return out + "}";
         }
-        case ValueKind::Namespace: return "<Namespace>";
-        case ValueKind::Callable: return "<function " + value.as_callable().name + ">";
+        case ValueKind::Namespace:
+            return "<Namespace>";
+        case ValueKind::Callable:
+            return "<function " + value.as_callable().name + ">";
     }
     return "";
 }

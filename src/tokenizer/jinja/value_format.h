@@ -18,7 +18,7 @@ std::string to_python_str(const Value& value);
 std::string to_python_repr(const Value& value);
 // The json.dumps keyword arguments HF's tojson exposes.
 struct JsonOptions {
-    int indent = -1;  // < 0: None (single line)
+    int indent = -1;                    // < 0: None (single line)
     std::string item_separator = ", ";  // Python uses "," when indent is set
     std::string key_separator = ": ";
     bool sort_keys = false;
