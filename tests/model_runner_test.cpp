@@ -125,8 +125,10 @@ TEST(Stories260kBf16, GoldenIdsExceptAtNearTies) {
             << cases[i].name << " flips at step " << step << " with an F32 gap of " << gap;
     }
     // Batched decode (7 rows) rounds activations to BF16 as well, as prefill always did: 3 of
-    // the 7 cases then run to the end without meeting a near-tie.
-    EXPECT_GE(num_identical, 3);
+    // the 7 cases then run to the end without meeting a near-tie with our AVX512_BF16 GEMM, 2 with
+    // oneDNN's AMX kernels (another summation order: prompt3 then flips at a 0.043 gap). Every
+    // flip is still held to kBf16LogitError above; the count only guards against wholesale drift.
+    EXPECT_GE(num_identical, 2);
 }
 
 // Reference rows: row t = logits after feeding input_ids[0..t].
