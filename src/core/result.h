@@ -1,6 +1,9 @@
 // Errors as values at the library's boundaries (user input, files, requests).
-// A Result<T> holds either a T or an Error whose message names the file or field
-// at fault. Internal invariants use LMRUN_CHECK (check.h) instead.
+// A Result<T> holds either a T or an Error: what went wrong (its kind), a message that
+// names the file or field at fault, and that file or field on its own (`subject`).
+// The kind is what the edges map: the server to an HTTP status and OpenAI error type
+// (server/api_error.h), the CLI to an exit code (cli/exit_codes.h). Internal invariants
+// use LMRUN_CHECK (check.h) instead.
 #pragma once
 
 #include <string>
@@ -11,13 +14,38 @@
 
 namespace lmrun {
 
+enum class ErrorKind {
+    InvalidArgument,    // a request, option or parameter the caller can fix
+    NotFound,           // a file or resource that does not exist
+    Unsupported,        // well-formed, but not something lmrun can run (architecture, dtype, scheme)
+    Corrupt,            // a file that is malformed or lies about its contents
+    ResourceExhausted,  // more memory, tokens or nesting than the limits allow
+    Unavailable,        // the engine cannot take it now (shutting down, a rank failed)
+    Internal,           // a bug or an unexpected failure of the system
+};
+
 struct Error {
     std::string message;
+    ErrorKind kind = ErrorKind::InvalidArgument;
+    std::string subject;  // the file or request field at fault, "" when none
 };
+
+const char* error_kind_name(ErrorKind kind);
 
 template <typename... Args>
 Error make_error(fmt::format_string<Args...> format, Args&&... args) {
     return Error{fmt::format(format, std::forward<Args>(args)...)};
+}
+
+template <typename... Args>
+Error make_error(ErrorKind kind, fmt::format_string<Args...> format, Args&&... args) {
+    return Error{fmt::format(format, std::forward<Args>(args)...), kind};
+}
+
+// The same error, naming what it concerns (a file path or a request field).
+inline Error with_subject(Error error, std::string subject) {
+    error.subject = std::move(subject);
+    return error;
 }
 
 template <typename T>
