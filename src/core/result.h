@@ -34,12 +34,12 @@ const char* error_kind_name(ErrorKind kind);
 
 template <typename... Args>
 Error make_error(fmt::format_string<Args...> format, Args&&... args) {
-    return Error{fmt::format(format, std::forward<Args>(args)...)};
+    return Error{fmt::format(format, std::forward<Args>(args)...), ErrorKind::InvalidArgument, {}};
 }
 
 template <typename... Args>
 Error make_error(ErrorKind kind, fmt::format_string<Args...> format, Args&&... args) {
-    return Error{fmt::format(format, std::forward<Args>(args)...), kind};
+    return Error{fmt::format(format, std::forward<Args>(args)...), kind, {}};
 }
 
 // The same error, naming what it concerns (a file path or a request field).

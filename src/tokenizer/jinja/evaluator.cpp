@@ -9,7 +9,7 @@ namespace lmrun::jinja {
 // Builtins report errors without a position; the first caller that knows the
 // node adds it (nested errors already carry theirs).
 Error error_at(SourcePos pos, const std::string& message) {
-    if (message.rfind("line ", 0) == 0) return Error{message};
+    if (message.rfind("line ", 0) == 0) return make_error("{}", message);
     return make_error("line {}, column {}: {}", pos.line, pos.column, message);
 }
 

@@ -10,7 +10,7 @@ namespace lmrun::jinja {
 
 Error undefined_error(const Value& value) {
     const std::string& hint = value.undefined_hint();
-    return Error{hint.empty() ? std::string("value is undefined") : hint};
+    return make_error("{}", hint.empty() ? std::string("value is undefined") : hint);
 }
 
 Result<ValueList> iterate(const Value& value) {
