@@ -14,6 +14,8 @@ DEB_PACKAGES=(
     libxxhash-dev          # prefix-cache block hashes
     libpcre2-dev           # tokenizer pre-tokenizer regex
     libicu-dev             # NFC normalization
+    libopenmpi-dev openmpi-bin  # tensor parallelism across machines: the mpi backend (mpirun)
+    libnuma-dev            # tensor parallelism: each rank's memory on its own NUMA node
     libgtest-dev libgmock-dev libbenchmark-dev
     curl
 )

@@ -19,7 +19,15 @@ void EngineOptions::add_to(CLI::App& app) {
         ->capture_default_str();
     app.add_flag("--no-prefix-caching", no_prefix_caching, "Disable prefix caching");
     app.add_flag("--no-chunked-prefill", no_chunked_prefill, "Disable chunked prefill");
-    app.add_option("--threads", threads, "Compute threads (default: one per core)");
+    app.add_option("--threads", threads, "Compute threads per rank (default: the cores / tensor-parallel size)");
+    app.add_option("--tensor-parallel-size", tensor_parallel_size,
+                   "Ranks the model is split over (each holds 1/N of the weights and KV cache)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1024));
+    app.add_option("--distributed-executor-backend", distributed_executor_backend,
+                   "How ranks run: uni (one process), mp (worker processes on this machine; the default for "
+                   "-tp > 1), mpi (ranks started by mpirun/srun)")
+        ->check(CLI::IsMember({"uni", "mp", "mpi"}));
     app.add_option("--engine-seed", seed, "Seed for requests without their own seed");
 }
 
@@ -38,6 +46,8 @@ EngineConfig EngineOptions::to_config() const {
     config.enable_chunked_prefill = !no_chunked_prefill;
     config.num_threads = threads;
     config.seed = seed;
+    config.tensor_parallel_size = tensor_parallel_size;
+    config.distributed_executor_backend = distributed_executor_backend;
     return config;
 }
 
@@ -59,6 +69,15 @@ void SamplingOptions::add_to(CLI::App& app) {
     app.add_flag("--ignore-eos", params.ignore_eos, "Do not stop at the end-of-sequence token");
     app.add_option("--n", params.n, "Completions per prompt");
     app.add_option("--logprobs", params.logprobs, "Return the top-N log-probabilities of each token");
+}
+
+std::vector<std::string> expand_option_aliases(int argc, char** argv) {
+    std::vector<std::string> args(argv, argv + argc);
+    for (std::string& arg : args) {
+        if (arg == "-tp") arg = "--tensor-parallel-size";
+        else if (arg.rfind("-tp=", 0) == 0) arg = "--tensor-parallel-size=" + arg.substr(4);
+    }
+    return args;
 }
 
 Result<std::vector<int32_t>> parse_id_list(const std::string& text, const std::string& option_name) {

@@ -3,12 +3,18 @@
 //   lmrun chat --model DIR                        interactive chat
 //   lmrun bench --model DIR                       prefill / decode throughput
 //   lmrun serve --model DIR                       OpenAI-compatible HTTP server
+// and, not for users, `lmrun worker ...`: a tensor-parallel worker rank that rank 0 started
+// (parallel/worker_main.h); under mpirun every rank but 0 serves rank 0 from there too.
 #include <cstdio>
 #include <map>
 
+#include "cli/cli_options.h"
 #include "cli/commands.h"
+#include "parallel/worker_main.h"
 
 int main(int argc, char** argv) {
+    if (std::optional<int> worker_exit_code = lmrun::parallel::run_worker_if_requested(argc, argv))
+        return *worker_exit_code;
     CLI::App app{"lmrun: LLM inference and serving engine for the CPU"};
     app.require_subcommand(1);
     std::map<std::string, lmrun::cli::CommandRunner> commands;
@@ -16,7 +22,10 @@ int main(int argc, char** argv) {
     commands["chat"] = lmrun::cli::add_chat_command(app);
     commands["bench"] = lmrun::cli::add_bench_command(app);
     commands["serve"] = lmrun::cli::add_serve_command(app);
-    CLI11_PARSE(app, argc, argv);
+    std::vector<std::string> args = lmrun::cli::expand_option_aliases(argc, argv);
+    std::vector<char*> expanded_argv;
+    for (std::string& arg : args) expanded_argv.push_back(arg.data());
+    CLI11_PARSE(app, int(expanded_argv.size()), expanded_argv.data());
     for (auto& [name, run] : commands) {
         if (app.got_subcommand(name)) return run();
     }

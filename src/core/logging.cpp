@@ -31,6 +31,15 @@ void set_log_level(LogLevel level) {
     level_storage().store(level);
 }
 
+static std::string& log_tag() {
+    static std::string tag;
+    return tag;
+}
+
+void set_log_tag(const std::string& tag) {
+    log_tag() = "[" + tag + "] ";
+}
+
 void log_line(LogLevel level, const std::string& message) {
     static std::mutex mutex;
     const char* tag = level == LogLevel::Debug  ? "DEBUG"
@@ -38,7 +47,7 @@ void log_line(LogLevel level, const std::string& message) {
                       : level == LogLevel::Warn ? "WARN"
                                                 : "ERROR";
     std::lock_guard<std::mutex> lock(mutex);
-    std::fprintf(stderr, "lmrun %s %s\n", tag, message.c_str());
+    std::fprintf(stderr, "lmrun %s %s%s\n", tag, log_tag().c_str(), message.c_str());
 }
 
 }  // namespace lmrun

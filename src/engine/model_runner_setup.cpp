@@ -1,7 +1,10 @@
 // Start-up of the ModelRunner: a warm-up forward at the largest step shape and
 // at every decode bucket (so kernels build their plans and scratch now, not
-// during serving), then the KV cache sized from what memory is left.
+// during serving), then the KV cache sized from what memory is left. Every rank of a
+// tensor-parallel group runs the same warm-up (its collectives included) and the ranks
+// agree on one block count, the smallest any of them can hold.
 #include <algorithm>
+#include <cstring>
 
 #include "core/logging.h"
 #include "core/memory_info.h"
@@ -58,16 +61,24 @@ Status ModelRunner::allocate_kv_cache() {
         int64_t(buffers_.nbytes()) + std::max<int64_t>(0, peak_resident_memory_bytes() - rss_before);
 
     const int64_t bytes_per_block = shape.bytes_per_block();
+    // The budget is for the whole cache: a block costs bytes_per_block on each of the ranks, and
+    // the ranks of this machine share its available memory.
     int64_t budget = config_.kv_cache_memory_bytes;
-    if (budget <= 0) budget = int64_t(double(available_memory_bytes()) * config_.kv_cache_memory_fraction);
+    int64_t ranks_paying = group_.size();
+    if (budget <= 0) {
+        budget = int64_t(double(available_memory_bytes()) * config_.kv_cache_memory_fraction);
+        ranks_paying = config_.ranks_sharing_memory;
+    }
     // No more blocks than max_num_seqs sequences of max_model_len tokens could ever use.
     const int64_t useful_blocks = config_.max_num_seqs * max_blocks_per_seq_;
-    shape.num_blocks = std::min(budget / bytes_per_block, useful_blocks);
+    shape.num_blocks = agree_on_num_blocks(std::min(budget / (bytes_per_block * ranks_paying), useful_blocks));
+    if (group_.failed()) return make_error(ErrorKind::Unavailable, "a tensor-parallel rank failed during start-up");
     if (shape.num_blocks < 1) {
         return make_error("KV cache budget of {} bytes is smaller than one block ({} bytes of {} tokens)",
                           budget, bytes_per_block, config_.block_size);
     }
     kv_cache_ = std::make_unique<KvCache>(shape);
+    if (group_.rank() != 0) return ok_status();
     log_info(
         "KV cache: {} blocks x {} tokens = {} tokens, {:.1f} MiB ({}, budget {:.1f} MiB); activations {:.1f} "
         "MiB",
@@ -75,6 +86,20 @@ Status ModelRunner::allocate_kv_cache() {
         double(shape.total_bytes()) / (1 << 20), dtype_name(shape.dtype), double(budget) / (1 << 20),
         double(activation_bytes_) / (1 << 20));
     return ok_status();
+}
+
+// The smallest of every rank's count: rank 0 gathers them and broadcasts the minimum.
+int64_t ModelRunner::agree_on_num_blocks(int64_t num_blocks) {
+    if (group_.size() == 1) return num_blocks;
+    std::vector<int64_t> counts(size_t(group_.size()), 0);
+    group_.gather(&num_blocks, sizeof(num_blocks), counts.data());
+    const int64_t smallest = *std::min_element(counts.begin(), counts.end());
+    std::span<const std::byte> agreed =
+        group_.broadcast(group_.rank() == 0 ? std::as_bytes(std::span(&smallest, 1)) : std::span<const std::byte>());
+    if (agreed.size() != sizeof(int64_t)) return 0;
+    int64_t result = 0;
+    std::memcpy(&result, agreed.data(), sizeof(result));
+    return result;
 }
 
 }  // namespace lmrun

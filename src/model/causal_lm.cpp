@@ -3,6 +3,8 @@
 #include "core/op_profiler.h"
 #include "core/parallel.h"
 #include "kernels/rope.h"
+#include "model/tensor_parallel_shapes.h"
+#include "parallel/process_group.h"
 
 namespace lmrun {
 
@@ -27,6 +29,9 @@ Result<std::unique_ptr<CausalLM>> CausalLM::load(const std::string& model_dir, c
         return make_error("{}: weights can be held as F32 or BF16, not {}", model_dir,
                           dtype_name(weight_dtype));
     }
+    LMRUN_RETURN_IF_ERROR(check_tensor_parallel_shapes(config, parallel.tp_size));
+    if (parallel.tp_size > 1 && parallel.group == nullptr)
+        return make_error(ErrorKind::Internal, "a tensor-parallel model needs its process group");
     LMRUN_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::open(model_dir));
     std::unique_ptr<CausalLM> model(new CausalLM(config, weight_dtype, parallel));
     LMRUN_RETURN_IF_ERROR(model->load_weights(checkpoint));
@@ -126,7 +131,12 @@ void CausalLM::compute_logits(std::span<const int32_t> rows, ActivationBuffers& 
         std::copy_n(residual + rows[i] * hidden_size, hidden_size, selected_residual + i * hidden_size);
     }
     norm_.forward_add(selected_hidden, selected_residual, num_rows);
-    lm_head_.forward(selected_hidden, num_rows, buffers.logits.data<float>(), path);
+    if (parallel_.tp_size == 1) return lm_head_.forward(selected_hidden, num_rows, buffers.logits.data<float>(), path);
+    // Vocab-parallel: each rank computes its columns; rank 0, which samples, gathers them all.
+    float* local = buffers.local_logits.data<float>();
+    lm_head_.forward(selected_hidden, num_rows, local, path);
+    float* logits = parallel_.tp_rank == 0 ? buffers.logits.data<float>() : nullptr;
+    parallel_.group->gather_columns(local, num_rows, lm_head_.rows_per_rank(), logits, config_.vocab_size);
 }
 
 size_t CausalLM::weight_nbytes() const {

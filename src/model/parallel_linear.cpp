@@ -2,6 +2,8 @@
 
 #include <numeric>
 
+#include "parallel/process_group.h"
+
 namespace lmrun {
 
 LinearBase::LinearBase(int64_t out_features, int64_t in_features, bool has_bias, DType storage_dtype)
@@ -41,6 +43,11 @@ RowParallelLinear::RowParallelLinear(int64_t out_features, int64_t in_features_t
 
 Status RowParallelLinear::load_weight(const TensorInfo& src) {
     return load_row_parallel(src, staged_weight_, parallel_);
+}
+
+void RowParallelLinear::forward(const float* x, int64_t num_rows, float* y, LinearPath path) const {
+    LinearBase::forward(x, num_rows, y, path);
+    if (parallel_.group) parallel_.group->all_reduce(y, num_rows * out_features_);
 }
 
 namespace {
