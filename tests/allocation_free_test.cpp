@@ -1,26 +1,32 @@
 // A decode step replayed from its plan performs no heap allocation, at every
-// bucket size, for F32 and BF16 weights. (Compiled only where the allocation
-// counter can interpose malloc, i.e. not in the sanitizer build.)
+// bucket size, for F32 and BF16 weights, in one process and on rank 0 of a tensor-parallel
+// group (its step broadcast, all-reduces and logits gather included; the workers run the
+// same code in their own processes). (Compiled only where the allocation counter can
+// interpose malloc, i.e. not in the sanitizer build.)
 #include "allocation_counter_util.h"
 
 #if LMRUN_COUNT_ALLOCATIONS
 
 #include <gtest/gtest.h>
 
+#include "executor_test_util.h"
 #include "runner_test_util.h"
 #include "test_util.h"
 
 namespace lmrun::testing {
 namespace {
 
-void expect_decode_steps_allocation_free(const std::string& model, DType dtype) {
+ModelRunnerConfig decode_config() {
     ModelRunnerConfig config;
     config.max_num_seqs = 20;  // buckets 1, 2, 4, 8, 16, 20
     config.max_num_batched_tokens = 256;
     config.max_model_len = 256;
     config.block_size = 16;
     config.kv_cache_memory_bytes = 256ll << 20;
-    auto runner = make_runner(testdata_path(model), dtype, config);
+    return config;
+}
+
+void expect_decode_steps_allocation_free(ModelRunner* runner, const std::string& model) {
     const int64_t vocab = runner->model().config().vocab_size;
     const int64_t context = 40;
     const int64_t steps = 6;
@@ -52,10 +58,18 @@ void expect_decode_steps_allocation_free(const std::string& model, DType dtype) 
 }
 
 TEST(AllocationFree, DecodeStepF32) {
-    expect_decode_steps_allocation_free("stories260k", DType::F32);
+    expect_decode_steps_allocation_free(
+        make_runner(testdata_path("stories260k"), DType::F32, decode_config()).get(), "stories260k");
 }
 TEST(AllocationFree, DecodeStepBf16) {
-    expect_decode_steps_allocation_free("qwen3-tiny", DType::BF16);
+    expect_decode_steps_allocation_free(
+        make_runner(testdata_path("qwen3-tiny"), DType::BF16, decode_config()).get(), "qwen3-tiny");
+}
+TEST(AllocationFree, DecodeStepTensorParallelRankZero) {
+    auto executor =
+        make_executor("qwen3-tiny", DType::BF16, decode_config(), Launch{parallel::ExecutorBackend::Mp, 2});
+    expect_decode_steps_allocation_free(&executor->runner(), "qwen3-tiny -tp 2");
+    EXPECT_FALSE(executor->runner().group().failed());
 }
 
 TEST(AllocationFree, CounterSeesAllocations) {

@@ -23,7 +23,8 @@ TEST(Embedding, CopiesRowsOfF32AndBf16Tables) {
     std::vector<int32_t> ids = {0, 49, 7, 7, 23};
     std::vector<float> out(ids.size() * dim), out_bf16(out.size());
     embedding_lookup(ids.data(), int64_t(ids.size()), table.data(), DType::F32, vocab, dim, out.data());
-    embedding_lookup(ids.data(), int64_t(ids.size()), table_bf16.data(), DType::BF16, vocab, dim, out_bf16.data());
+    embedding_lookup(ids.data(), int64_t(ids.size()), table_bf16.data(), DType::BF16, vocab, dim,
+                     out_bf16.data());
     for (size_t t = 0; t < ids.size(); ++t) {
         for (int64_t d = 0; d < dim; ++d) {
             ASSERT_EQ(out[t * dim + d], table[ids[t] * dim + d]);
@@ -84,12 +85,15 @@ TEST(Embedding, VocabShardLooksUpItsRowsAndZerosTheOthers) {
         const float* shard = table.data() + rank * shard_rows * dim;
         LinearWeight packed = LinearWeight::pack(shard, DType::F32, shard_rows, dim, DType::F32);
         std::vector<float> out(whole.size(), NAN), out_packed(whole.size(), NAN);
-        embedding_lookup(ids.data(), num_tokens, shard, DType::F32, shard_rows, dim, out.data(), rank * shard_rows);
-        embedding_lookup_packed(ids.data(), num_tokens, packed.packed(), out_packed.data(), rank * shard_rows);
+        embedding_lookup(ids.data(), num_tokens, shard, DType::F32, shard_rows, dim, out.data(),
+                         rank * shard_rows);
+        embedding_lookup_packed(ids.data(), num_tokens, packed.packed(), out_packed.data(),
+                                rank * shard_rows);
         for (int64_t t = 0; t < num_tokens; ++t) {
             const bool mine = ids[t] >= rank * shard_rows && ids[t] < (rank + 1) * shard_rows;
             for (int64_t d = 0; d < dim; ++d) {
-                ASSERT_EQ(out[t * dim + d], mine ? whole[t * dim + d] : 0.0f) << "rank " << rank << " token " << t;
+                ASSERT_EQ(out[t * dim + d], mine ? whole[t * dim + d] : 0.0f)
+                    << "rank " << rank << " token " << t;
                 ASSERT_EQ(out_packed[t * dim + d], out[t * dim + d]);
             }
         }

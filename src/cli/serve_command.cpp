@@ -12,6 +12,7 @@
 
 #include "cli/cli_options.h"
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
 #include "core/logging.h"
 #include "server/http_server.h"
 
@@ -52,12 +53,19 @@ Result<std::optional<ChatTemplate>> load_chat_template(const ServeArgs& args, co
     return std::optional<ChatTemplate>(std::move(chat_template));
 }
 
-// SIGINT/SIGTERM are blocked in every thread and taken here, where a shutdown may block.
+// SIGINT/SIGTERM are blocked in every thread and taken here, where a shutdown may block. The
+// same thread notices an engine that turned fatal (a tensor-parallel rank died) and stops the
+// server: the requests in flight already ended with an error.
 void watch_signals(const sigset_t& signals, const std::atomic<bool>& serving, server::HttpServer& http,
-                   double grace_seconds) {
+                   const server::AsyncEngine& engine, double grace_seconds) {
     const timespec poll = {0, 200 * 1000 * 1000};
     while (serving) {
         int signal = sigtimedwait(&signals, nullptr, &poll);
+        if (!engine.healthy()) {
+            log_error("the engine failed: shutting the server down");
+            http.shutdown(1.0);
+            return;
+        }
         if (signal < 0) continue;
         log_info("received {}: shutting down (in-flight requests have {} s to finish)",
                  signal == SIGINT ? "SIGINT" : "SIGTERM", grace_seconds);
@@ -94,7 +102,8 @@ int run_serve(ServeArgs& args) {
     if (!port.ok()) return log_error("{}", port.error().message), 1;
     async_engine.start();
     std::atomic<bool> serving{true};
-    std::thread signal_thread([&] { watch_signals(signals, serving, http, args.shutdown_timeout_seconds); });
+    std::thread signal_thread(
+        [&] { watch_signals(signals, serving, http, async_engine, args.shutdown_timeout_seconds); });
     log_info("serving {} (max_model_len {}) on http://{}:{}", info.served_name, info.max_model_len,
              args.http.host, port.value());
     log_info("listening on http://{}:{}", args.http.host, port.value());
@@ -102,6 +111,7 @@ int run_serve(ServeArgs& args) {
     serving = false;
     signal_thread.join();
     async_engine.stop();
+    if (!async_engine.healthy()) return log_error("server stopped: the engine failed"), kExitRuntime;
     log_info("server stopped");
     return 0;
 }

@@ -10,16 +10,18 @@ namespace lmrun::parallel {
 Result<ExecutorBackend> resolve_executor_backend(const std::string& name, int tensor_parallel_size) {
     auto invalid = [](Error error) { return with_subject(std::move(error), "distributed_executor_backend"); };
     if (tensor_parallel_size < 1)
-        return with_subject(make_error("tensor_parallel_size must be at least 1, got {}", tensor_parallel_size),
-                            "tensor_parallel_size");
+        return with_subject(
+            make_error("tensor_parallel_size must be at least 1, got {}", tensor_parallel_size),
+            "tensor_parallel_size");
     if (name.empty()) {
-        if (launched_by_mpi()) return ExecutorBackend::Mpi;
-        return tensor_parallel_size > 1 ? ExecutorBackend::Mp : ExecutorBackend::Uni;
+        if (tensor_parallel_size == 1) return ExecutorBackend::Uni;
+        return launched_by_mpi() ? ExecutorBackend::Mpi : ExecutorBackend::Mp;
     }
     if (name == "uni") {
         if (tensor_parallel_size > 1)
-            return invalid(make_error("the uni backend runs one process: tensor_parallel_size {} needs mp or mpi",
-                                      tensor_parallel_size));
+            return invalid(
+                make_error("the uni backend runs one process: tensor_parallel_size {} needs mp or mpi",
+                           tensor_parallel_size));
         return ExecutorBackend::Uni;
     }
     if (name == "mp") return ExecutorBackend::Mp;

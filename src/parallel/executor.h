@@ -29,8 +29,8 @@ namespace lmrun::parallel {
 
 enum class ExecutorBackend { Uni, Mp, Mpi };
 
-// "uni", "mp", "mpi", or "" (mpi when this process was launched by mpirun / srun with more
-// than one rank, else mp when tensor_parallel_size > 1, else uni).
+// "uni", "mp", "mpi", or "" (uni for tensor_parallel_size 1; else mpi when mpirun / srun
+// launched this process as one of several ranks, else mp).
 Result<ExecutorBackend> resolve_executor_backend(const std::string& name, int tensor_parallel_size);
 const char* executor_backend_name(ExecutorBackend backend);
 
@@ -40,7 +40,7 @@ struct ExecutorConfig {
     ModelRunnerConfig runner;
     int tensor_parallel_size = 1;
     ExecutorBackend backend = ExecutorBackend::Uni;
-    int threads_per_rank = 0;                           // 0: the rank's CPUs
+    int threads_per_rank = 0;                          // 0: the rank's CPUs
     std::string worker_executable = "/proc/self/exe";  // mp: started as `EXECUTABLE worker ...`
 };
 

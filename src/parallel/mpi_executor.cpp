@@ -10,15 +10,18 @@
 namespace lmrun::parallel {
 
 Result<std::unique_ptr<Executor>> MpiExecutor::create(const ExecutorConfig& config) {
-    auto unavailable = [](Error error) { return with_subject(std::move(error), "distributed_executor_backend"); };
+    auto unavailable = [](Error error) {
+        return with_subject(std::move(error), "distributed_executor_backend");
+    };
     if (!launched_by_mpi())
-        return unavailable(make_error(
-            "the mpi backend runs under mpirun or srun: mpirun -np {} lmrun ... --distributed-executor-backend mpi",
-            config.tensor_parallel_size));
+        return unavailable(
+            make_error("the mpi backend runs under mpirun or srun: mpirun -np {} lmrun ... "
+                       "--distributed-executor-backend mpi",
+                       config.tensor_parallel_size));
     LMRUN_ASSIGN_OR_RETURN(MpiWorld world, init_mpi());
     if (world.rank != 0)
-        return make_error(ErrorKind::Internal, "MPI rank {} should be serving rank 0 (run_worker_if_requested)",
-                          world.rank);
+        return make_error(ErrorKind::Internal,
+                          "MPI rank {} should be serving rank 0 (run_worker_if_requested)", world.rank);
     if (world.size != config.tensor_parallel_size)
         return with_subject(make_error("tensor_parallel_size {} must equal the number of MPI ranks ({})",
                                        config.tensor_parallel_size, world.size),

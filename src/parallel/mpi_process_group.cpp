@@ -26,7 +26,8 @@ void sleep_ns(int64_t ns) {
 
 }  // namespace
 
-MpiProcessGroup::MpiProcessGroup(const MpiWorld& world) : ProcessGroup(world.rank, world.size), world_(world) {
+MpiProcessGroup::MpiProcessGroup(const MpiWorld& world)
+    : ProcessGroup(world.rank, world.size), world_(world) {
     MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
 }
@@ -84,14 +85,16 @@ void MpiProcessGroup::gather_columns(const float* local, int64_t num_rows, int64
     if (failed()) return;
     const int64_t count = num_rows * local_cols;
     if (rank() == 0 && staging_.size() < size_t(count * size())) staging_.resize(size_t(count * size()));
-    if (!check(MPI_Gather(local, int(count), MPI_FLOAT, staging_.data(), int(count), MPI_FLOAT, 0, comm_))) return;
+    if (!check(MPI_Gather(local, int(count), MPI_FLOAT, staging_.data(), int(count), MPI_FLOAT, 0, comm_)))
+        return;
     if (rank() != 0) return;
     for (int r = 0; r < size(); ++r) {
         const int64_t first_col = int64_t(r) * local_cols;
         const int64_t cols = std::clamp<int64_t>(out_cols - first_col, 0, local_cols);
         const float* source = staging_.data() + int64_t(r) * count;
         for (int64_t row = 0; row < num_rows; ++row)
-            std::memcpy(out + row * out_cols + first_col, source + row * local_cols, size_t(cols) * sizeof(float));
+            std::memcpy(out + row * out_cols + first_col, source + row * local_cols,
+                        size_t(cols) * sizeof(float));
     }
 }
 
@@ -112,7 +115,8 @@ std::span<const std::byte> MpiProcessGroup::broadcast(std::span<const std::byte>
         return message;
     }
     reserve_message_bytes(std::max<size_t>(header.bytes, 64));
-    if (header.bytes > 0 && !check(MPI_Bcast(buffer_.get(), int(header.bytes), MPI_BYTE, 0, comm_))) return {};
+    if (header.bytes > 0 && !check(MPI_Bcast(buffer_.get(), int(header.bytes), MPI_BYTE, 0, comm_)))
+        return {};
     return std::span<const std::byte>(buffer_.get(), size_t(header.bytes));
 }
 

@@ -17,10 +17,14 @@ int env_int(const char* name) {
 
 }  // namespace
 
-bool launched_by_mpi() {
+int mpi_launch_size() {
     for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"})
-        if (env_int(name) > 1) return true;
-    return false;
+        if (env_int(name) > 1) return env_int(name);
+    return 1;
+}
+
+bool launched_by_mpi() {
+    return mpi_launch_size() > 1;
 }
 
 Result<MpiWorld> init_mpi() {

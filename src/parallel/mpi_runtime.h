@@ -18,6 +18,8 @@ struct MpiWorld {
 // mpirun (OMPI_COMM_WORLD_SIZE), MPICH/Slurm PMI (PMI_SIZE) or srun (SLURM_STEP_NUM_TASKS)
 // started this process as one of more than one rank.
 bool launched_by_mpi();
+// The number of ranks the launcher started (1 when not launched by MPI), before MPI_Init.
+int mpi_launch_size();
 // Initialises MPI the first time; the world afterwards.
 Result<MpiWorld> init_mpi();
 // Rank 0, at exit: the worker ranks leave their loop, then MPI_Finalize.

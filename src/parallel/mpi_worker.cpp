@@ -2,8 +2,8 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/logging.h"
@@ -44,8 +44,8 @@ bool is_exit(std::span<const std::byte> message) {
 
 // Serves one engine of rank 0: start-up, then steps until rank 0 shuts it down.
 void serve_engine(MpiProcessGroup& group, std::span<const std::byte> config_message) {
-    auto config =
-        worker_config_from_json(std::string_view(reinterpret_cast<const char*>(config_message.data()), config_message.size()));
+    auto config = worker_config_from_json(
+        std::string_view(reinterpret_cast<const char*>(config_message.data()), config_message.size()));
     if (!config.ok()) {
         log_error("{}", config.error().message);
         std::abort();  // out of step with rank 0: the launcher ends the job
@@ -68,7 +68,8 @@ std::vector<std::string> gather_rank_descriptions(MpiProcessGroup& group) {
     char mine[256] = {};
     char host[64] = {};
     gethostname(host, sizeof(host) - 1);
-    std::snprintf(mine, sizeof(mine), "%s pid %d, %s", host, int(getpid()), describe(this_rank_placement()).c_str());
+    std::snprintf(mine, sizeof(mine), "%s pid %d, %s", host, int(getpid()),
+                  describe(this_rank_placement()).c_str());
     std::vector<char> all(sizeof(mine) * size_t(group.size()));
     group.gather(mine, sizeof(mine), all.data());
     std::vector<std::string> descriptions;

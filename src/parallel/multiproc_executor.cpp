@@ -21,9 +21,9 @@ ShmProcessGroup::Options group_options(const ModelConfig& model, const ModelRunn
     options.size = size;
     options.max_message_bytes = std::max<size_t>(
         {max_step_message_bytes(max_tokens, runner.max_num_seqs, max_blocks_per_seq), config_bytes, 4096});
-    options.max_collective_bytes = std::max<size_t>(
-        {size_t(max_tokens * model.hidden_size) * sizeof(float),
-         size_t(runner.max_num_seqs * vocab_local) * sizeof(float), 4096});
+    options.max_collective_bytes =
+        std::max<size_t>({size_t(max_tokens * model.hidden_size) * sizeof(float),
+                          size_t(runner.max_num_seqs * vocab_local) * sizeof(float), 4096});
     return options;
 }
 
@@ -57,7 +57,8 @@ Status MultiprocExecutor::start(const ExecutorConfig& config) {
     worker_config.placements = placements_;
     const std::string config_json = to_json(worker_config);
 
-    ShmProcessGroup::Options options = group_options(model_config, worker_config.runner, size, config_json.size());
+    ShmProcessGroup::Options options =
+        group_options(model_config, worker_config.runner, size, config_json.size());
     // More threads than CPUs: a spinning waiter would hold the CPU the rank it waits for needs.
     if (oversubscribed(placements_)) options.wait.spin_ns = 0;
     LMRUN_ASSIGN_OR_RETURN(group_, ShmProcessGroup::create(options));
@@ -71,19 +72,30 @@ Status MultiprocExecutor::start(const ExecutorConfig& config) {
         group_->abort();
     };
     LMRUN_ASSIGN_OR_RETURN(workers_, WorkerProcesses::start(launch, on_failure));
-    log_info("tensor parallel: {} ranks, mp backend{}", size, options.wait.spin_ns == 0 ? " (oversubscribed)" : "");
+    log_info("tensor parallel: {} ranks, mp backend{}", size,
+             options.wait.spin_ns == 0 ? " (oversubscribed)" : "");
     const std::vector<pid_t> pids = workers_->pids();
     for (const RankPlacement& placement : placements_)
-        log_info("  {}, pid {}", describe(placement), placement.rank == 0 ? getpid() : pids[size_t(placement.rank - 1)]);
+        log_info("  {}, pid {}", describe(placement),
+                 placement.rank == 0 ? getpid() : pids[size_t(placement.rank - 1)]);
 
     group_->broadcast(std::as_bytes(std::span(config_json.data(), config_json.size())));
-    LMRUN_ASSIGN_OR_RETURN(runner_, start_rank(*group_, worker_config));
+    auto runner = start_rank(*group_, worker_config);
+    if (!runner.ok()) {
+        // Every rank saw the same verdict; the workers wait for this message to exit.
+        workers_->expect_exits();
+        group_->broadcast(shutdown_message());
+        return runner.error();
+    }
+    runner_ = std::move(runner).value();
     return ok_status();
 }
 
 MultiprocExecutor::~MultiprocExecutor() {
+    if (workers_) workers_->expect_exits();
     if (runner_) runner_->shutdown_workers();
-    if (workers_ && !workers_->stop(5.0)) log_warn("tensor parallel: workers did not exit in 5 s and were killed");
+    if (workers_ && !workers_->stop(5.0))
+        log_warn("tensor parallel: workers did not exit in 5 s and were killed");
     workers_.reset();
     runner_.reset();
     group_.reset();

@@ -68,7 +68,8 @@ std::vector<RankPlacement> plan_placement(int num_ranks, int threads_per_rank) {
             placement.rank = ranks[size_t(j)];
             placement.numa_node = node_ids[size_t(node)];
             if (c >= k) {
-                placement.cpus.assign(cpus.begin() + int64_t(j) * c / k, cpus.begin() + int64_t(j + 1) * c / k);
+                placement.cpus.assign(cpus.begin() + int64_t(j) * c / k,
+                                      cpus.begin() + int64_t(j + 1) * c / k);
             } else {
                 placement.cpus = {cpus[size_t(j % c)]};
             }

@@ -34,7 +34,8 @@ Result<std::unique_ptr<CausalLM>> load_rank_model(const std::string& model_dir, 
                                                   const ParallelConfig& parallel) {
     LMRUN_ASSIGN_OR_RETURN(ModelConfig model_config, load_model_config(model_dir));
     Stopwatch load_timer;
-    LMRUN_ASSIGN_OR_RETURN(std::unique_ptr<CausalLM> model, CausalLM::load(model_dir, model_config, dtype, parallel));
+    LMRUN_ASSIGN_OR_RETURN(std::unique_ptr<CausalLM> model,
+                           CausalLM::load(model_dir, model_config, dtype, parallel));
     log_info("loaded {} ({} layers, {:.1f} MiB of {} weights{}) in {:.2f} s", model_config.architecture,
              model_config.num_hidden_layers, double(model->weight_nbytes()) / (1 << 20), dtype_name(dtype),
              parallel.tp_size > 1 ? fmt::format(", rank {} of {}", parallel.tp_rank, parallel.tp_size) : "",
@@ -49,7 +50,8 @@ Status agree_on_status(ProcessGroup& group, const Status& local) {
         mine.failed = 1;
         mine.kind = int32_t(local.error().kind);
         copy_text(mine.subject, sizeof(mine.subject), local.error().subject);
-        copy_text(mine.message, sizeof(mine.message), "rank " + std::to_string(group.rank()) + ": " + local.error().message);
+        copy_text(mine.message, sizeof(mine.message),
+                  "rank " + std::to_string(group.rank()) + ": " + local.error().message);
     }
     std::vector<StatusRecord> all(size_t(group.size()));
     group.gather(&mine, sizeof(mine), all.data());

@@ -133,7 +133,8 @@ bool ShmCollectives::gather_columns(const float* local, int64_t num_rows, int64_
             const int64_t cols = std::clamp<int64_t>(out_cols - first_col, 0, local_cols);
             const float* source = reinterpret_cast<const float*>(slot(set, r));
             for (int64_t row = begin; row < end; ++row)
-                std::memcpy(out + row * out_cols + first_col, source + row * local_cols, size_t(cols) * sizeof(float));
+                std::memcpy(out + row * out_cols + first_col, source + row * local_cols,
+                            size_t(cols) * sizeof(float));
         }
     });
     return true;

@@ -41,7 +41,8 @@ class ShmCollectives {
     bool gather(const void* local, size_t bytes, void* out);
     // Rank 0: out[row, r * local_cols + c] = rank r's local[row, c] for the columns below
     // out_cols (a vocab-parallel LM head's padded columns are dropped).
-    bool gather_columns(const float* local, int64_t num_rows, int64_t local_cols, float* out, int64_t out_cols);
+    bool gather_columns(const float* local, int64_t num_rows, int64_t local_cols, float* out,
+                        int64_t out_cols);
     void wake_all();
 
     size_t slot_bytes() const { return shape_.slot_bytes; }

@@ -30,7 +30,8 @@ ShmProcessGroup::ShmProcessGroup(SharedMemory memory, int rank, pid_t parent_pid
     wait_.aborted = &header_->aborted;
     wait_.parent_pid = parent_pid;
     wait_.policy = header_->wait;
-    ring_ = std::make_unique<ShmRingBuffer>(memory_.data() + header_->ring_offset, header_->ring, rank - 1, wait_);
+    ring_ = std::make_unique<ShmRingBuffer>(memory_.data() + header_->ring_offset, header_->ring, rank - 1,
+                                            wait_);
     collectives_ = std::make_unique<ShmCollectives>(memory_.data() + header_->collectives_offset,
                                                     header_->collectives, rank, wait_);
 }
@@ -38,7 +39,8 @@ ShmProcessGroup::ShmProcessGroup(SharedMemory memory, int rank, pid_t parent_pid
 ShmProcessGroup::~ShmProcessGroup() = default;
 
 Result<std::unique_ptr<ShmProcessGroup>> ShmProcessGroup::create(const Options& options) {
-    if (options.size < 2) return make_error(ErrorKind::Internal, "a shared-memory group needs 2 or more ranks");
+    if (options.size < 2)
+        return make_error(ErrorKind::Internal, "a shared-memory group needs 2 or more ranks");
     Header header;
     header.magic = Header::kMagic;
     header.size = options.size;

@@ -36,8 +36,12 @@ size_t ShmRingBuffer::required_bytes(const Shape& shape) {
 }
 
 ShmRingBuffer::ShmRingBuffer(std::byte* region, const Shape& shape, int reader, const WaitContext& wait)
-    : shape_(shape), slot_stride_(kSlotHeaderBytes + round_up_64(shape.slot_bytes)), reader_(reader), wait_(wait) {
-    LMRUN_CHECK(shape.num_slots >= 1 && shape.num_readers >= 1 && reader < shape.num_readers, "bad ring shape");
+    : shape_(shape),
+      slot_stride_(kSlotHeaderBytes + round_up_64(shape.slot_bytes)),
+      reader_(reader),
+      wait_(wait) {
+    LMRUN_CHECK(shape.num_slots >= 1 && shape.num_readers >= 1 && reader < shape.num_readers,
+                "bad ring shape");
     control_ = reinterpret_cast<Control*>(region);
     cursors_ = reinterpret_cast<Cursor*>(region + sizeof(Control));
     slots_ = region + sizeof(Control) + sizeof(Cursor) * size_t(shape.num_readers);
@@ -49,13 +53,14 @@ std::byte* ShmRingBuffer::slot(uint32_t index) const {
 
 bool ShmRingBuffer::write(std::span<const std::byte> message) {
     LMRUN_CHECK(reader_ < 0, "only the writer writes");
-    LMRUN_CHECK(message.size() <= shape_.slot_bytes, "message of %zu bytes exceeds the ring's %zu", message.size(),
-                shape_.slot_bytes);
+    LMRUN_CHECK(message.size() <= shape_.slot_bytes, "message of %zu bytes exceeds the ring's %zu",
+                message.size(), shape_.slot_bytes);
     // Slot next_ % num_slots last held message next_ - num_slots: every reader must have released it.
     const uint32_t must_be_consumed = next_ + 1 - uint32_t(shape_.num_slots);
     auto slot_free = [&] {
         for (int r = 0; r < shape_.num_readers; ++r) {
-            if (distance(must_be_consumed, cursors_[r].consumed.load(std::memory_order_acquire)) > 0) return false;
+            if (distance(must_be_consumed, cursors_[r].consumed.load(std::memory_order_acquire)) > 0)
+                return false;
         }
         return true;
     };

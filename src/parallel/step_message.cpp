@@ -47,7 +47,8 @@ size_t max_step_message_bytes(int64_t max_tokens, int64_t max_seqs, int64_t max_
     return message_bytes({max_tokens, max_seqs + 1, max_seqs, max_seqs * max_blocks_per_seq, max_seqs});
 }
 
-size_t encode_step(const ForwardContext& context, std::span<const int32_t> logit_rows, std::span<std::byte> out) {
+size_t encode_step(const ForwardContext& context, std::span<const int32_t> logit_rows,
+                   std::span<std::byte> out) {
     StepHeader header;
     header.is_prefill = context.is_prefill ? 1 : 0;
     header.linear_path = uint32_t(context.linear_path);
@@ -60,7 +61,8 @@ size_t encode_step(const ForwardContext& context, std::span<const int32_t> logit
     header.num_logit_rows = int64_t(logit_rows.size());
     const ArrayLengths n = lengths_of(header);
     const size_t total = message_bytes(n);
-    LMRUN_CHECK(total <= out.size(), "step of %zu bytes exceeds the %zu-byte message buffer", total, out.size());
+    LMRUN_CHECK(total <= out.size(), "step of %zu bytes exceeds the %zu-byte message buffer", total,
+                out.size());
     std::byte* cursor = out.data();
     std::memcpy(cursor, &header, sizeof(header));
     cursor += sizeof(header);
@@ -80,11 +82,13 @@ size_t encode_step(const ForwardContext& context, std::span<const int32_t> logit
 }
 
 std::span<const std::byte> shutdown_message() {
-    return std::span<const std::byte>(reinterpret_cast<const std::byte*>(&kShutdownHeader), sizeof(StepHeader));
+    return std::span<const std::byte>(reinterpret_cast<const std::byte*>(&kShutdownHeader),
+                                      sizeof(StepHeader));
 }
 
 ReceivedStep decode_step(std::span<const std::byte> message) {
-    LMRUN_CHECK(message.size() >= sizeof(StepHeader), "step message of %zu bytes is too short", message.size());
+    LMRUN_CHECK(message.size() >= sizeof(StepHeader), "step message of %zu bytes is too short",
+                message.size());
     LMRUN_CHECK(reinterpret_cast<uintptr_t>(message.data()) % 64 == 0, "step messages are 64-byte aligned");
     const auto& header = *reinterpret_cast<const StepHeader*>(message.data());
     ReceivedStep step;

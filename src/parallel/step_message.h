@@ -20,7 +20,8 @@ enum class MessageKind : uint32_t { Step = 1, Shutdown = 2 };
 size_t max_step_message_bytes(int64_t max_tokens, int64_t max_seqs, int64_t max_blocks_per_seq);
 
 // Writes the step into `out` (at least max_step_message_bytes() bytes); returns the size used.
-size_t encode_step(const ForwardContext& context, std::span<const int32_t> logit_rows, std::span<std::byte> out);
+size_t encode_step(const ForwardContext& context, std::span<const int32_t> logit_rows,
+                   std::span<std::byte> out);
 // The message that ends a worker's step loop.
 std::span<const std::byte> shutdown_message();
 

@@ -38,7 +38,8 @@ Result<WorkerConfig> worker_config_from_json(std::string_view text) {
     WorkerConfig config;
     try {
         config.model_dir = json.at("model_dir").get<std::string>();
-        config.dtype = json.at("dtype").get<std::string>() == dtype_name(DType::F32) ? DType::F32 : DType::BF16;
+        config.dtype =
+            json.at("dtype").get<std::string>() == dtype_name(DType::F32) ? DType::F32 : DType::BF16;
         config.threads_per_rank = json.at("threads_per_rank").get<int>();
         for (const auto& item : json.at("placements")) {
             RankPlacement placement;

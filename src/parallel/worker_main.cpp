@@ -31,13 +31,19 @@ std::optional<MpWorkerArgs> parse_mp_worker_args(int argc, char** argv) {
     for (int i = 2; i + 1 < argc; i += 2) {
         long value = 0;
         if (!parse_int(argv[i + 1], value)) return std::nullopt;
-        if (std::strcmp(argv[i], "--rank") == 0) args.rank = int(value);
-        else if (std::strcmp(argv[i], "--size") == 0) args.size = int(value);
-        else if (std::strcmp(argv[i], "--group-fd") == 0) args.group_fd = int(value);
-        else if (std::strcmp(argv[i], "--parent") == 0) args.parent_pid = value;
-        else return std::nullopt;
+        if (std::strcmp(argv[i], "--rank") == 0)
+            args.rank = int(value);
+        else if (std::strcmp(argv[i], "--size") == 0)
+            args.size = int(value);
+        else if (std::strcmp(argv[i], "--group-fd") == 0)
+            args.group_fd = int(value);
+        else if (std::strcmp(argv[i], "--parent") == 0)
+            args.parent_pid = value;
+        else
+            return std::nullopt;
     }
-    if (args.rank < 1 || args.rank >= args.size || args.group_fd < 0 || args.parent_pid <= 0) return std::nullopt;
+    if (args.rank < 1 || args.rank >= args.size || args.group_fd < 0 || args.parent_pid <= 0)
+        return std::nullopt;
     return args;
 }
 
@@ -64,7 +70,12 @@ int run_mp_worker(int argc, char** argv) {
     if (!config.ok()) return log_error("{}", config.error().message), 1;
     (void)apply_placement(config->placements.at(size_t(args->rank)));
     auto runner = start_rank(*group.value(), config.value());
-    if (!runner.ok()) return 1;  // rank 0 reports it (the verdict names the failing rank)
+    if (!runner.ok()) {
+        // Rank 0 reports it (the verdict names the failing rank); exit when it says so, so that
+        // the exit is not mistaken for a crash.
+        group.value()->broadcast({});
+        return 1;
+    }
     while (runner.value()->run_worker_step()) {
     }
     return group.value()->failed() ? 1 : 0;
@@ -74,8 +85,11 @@ int run_mp_worker(int argc, char** argv) {
 
 std::vector<std::string> worker_arguments(const std::string& executable, int rank, int size, int group_fd,
                                           pid_t parent_pid) {
-    return {executable,         "worker", "--rank",   std::to_string(rank),         "--size",
-            std::to_string(size), "--group-fd", std::to_string(group_fd), "--parent", std::to_string(parent_pid)};
+    return {executable,   "worker",
+            "--rank",     std::to_string(rank),
+            "--size",     std::to_string(size),
+            "--group-fd", std::to_string(group_fd),
+            "--parent",   std::to_string(parent_pid)};
 }
 
 std::optional<int> run_worker_if_requested(int argc, char** argv) {

@@ -63,7 +63,7 @@ ExecImage make_image(const WorkerLaunch& launch, int rank) {
 
 // In the child, between fork and exec: only async-signal-safe system calls.
 [[noreturn]] void become_worker(const ExecImage& image, pid_t parent, int group_fd) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // dies with the watcher thread, i.e. with rank 0
+    prctl(PR_SET_PDEATHSIG, SIGKILL);   // dies with the watcher thread, i.e. with rank 0
     if (getppid() != parent) _exit(1);  // rank 0 died before prctl took effect
     setpgid(0, 0);  // a terminal's Ctrl-C reaches rank 0, which shuts the workers down in order
     sigset_t none;
@@ -140,18 +140,22 @@ void WorkerProcesses::reap(size_t index, int status) {
 }
 
 // Until every worker exited: a pidfd turns readable when its process exits (without pidfds,
-// poll every 100 ms). stop() writes the event to end the wait early.
+// poll every 100 ms). stop() writes the event to end the wait early. Allocation-free once
+// running (the engine's decode steps are checked not to allocate, in any thread).
 void WorkerProcesses::watch() {
+    std::vector<pollfd> fds;
+    fds.reserve(pids_.size() + 1);
     for (;;) {
-        std::vector<pollfd> fds;
-        std::vector<size_t> owners;
+        fds.clear();
         bool all_pidfds = true;
         {
             std::lock_guard lock(mutex_);
             for (size_t i = 0; i < pids_.size(); ++i) {
                 if (exited_[i]) continue;
-                if (pidfds_[i] < 0) all_pidfds = false;
-                else fds.push_back({pidfds_[i], POLLIN, 0}), owners.push_back(i);
+                if (pidfds_[i] < 0)
+                    all_pidfds = false;
+                else
+                    fds.push_back({pidfds_[i], POLLIN, 0});
             }
             if (std::find(exited_.begin(), exited_.end(), false) == exited_.end()) return;
         }

@@ -37,14 +37,17 @@ class WorkerProcesses {
   public:
     using FailureCallback = std::function<void(const std::string& reason)>;
     // Starts ranks 1 .. size - 1. on_failure runs on the watcher thread.
-    static Result<std::unique_ptr<WorkerProcesses>> start(const WorkerLaunch& launch, FailureCallback on_failure);
+    static Result<std::unique_ptr<WorkerProcesses>> start(const WorkerLaunch& launch,
+                                                          FailureCallback on_failure);
     // stop(5) if not stopped yet.
     ~WorkerProcesses();
 
     // Worker pids by rank - 1.
     std::vector<pid_t> pids() const { return pids_; }
-    // From now on exits are expected: waits up to timeout_seconds for every worker to exit
-    // (after rank 0 told them to), then kills the rest. Returns false if it had to kill.
+    // From now on workers may exit without that being a failure (call before telling them to).
+    void expect_exits() { stopping_ = true; }
+    // Waits up to timeout_seconds for every worker to exit (after rank 0 told them to), then
+    // kills the rest. Returns false if it had to kill.
     bool stop(double timeout_seconds);
 
   private:

@@ -57,6 +57,10 @@ class AsyncEngine {
     void stop();
 
     bool accepting() const;
+    // False once the engine turned fatal (a tensor-parallel rank died): its requests ended with
+    // an error, new ones are refused, /health answers 503 and `lmrun serve` exits non-zero.
+    // Thread-safe.
+    bool healthy() const { return engine_->health().ok(); }
     int64_t admission_limit() const { return options_.max_num_seqs + options_.max_queued_requests; }
     int64_t num_admitted_sequences() const;
 

@@ -64,7 +64,7 @@ void HttpServer::install_routes() {
     server.Post("/tokenize", guarded(context, handle_tokenize));
     server.Post("/detokenize", guarded(context, handle_detokenize));
     server.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-        res.status = draining_ ? 503 : 200;
+        res.status = draining_ || !engine_.healthy() ? 503 : 200;
     });
     server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
         res.set_content(metrics_.render(), "text/plain; version=0.0.4; charset=utf-8");
