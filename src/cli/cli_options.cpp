@@ -19,7 +19,8 @@ void EngineOptions::add_to(CLI::App& app) {
         ->capture_default_str();
     app.add_flag("--no-prefix-caching", no_prefix_caching, "Disable prefix caching");
     app.add_flag("--no-chunked-prefill", no_chunked_prefill, "Disable chunked prefill");
-    app.add_option("--threads", threads, "Compute threads per rank (default: the cores / tensor-parallel size)");
+    app.add_option("--threads", threads,
+                   "Compute threads per rank (default: the cores / tensor-parallel size)");
     app.add_option("--tensor-parallel-size", tensor_parallel_size,
                    "Ranks the model is split over (each holds 1/N of the weights and KV cache)")
         ->capture_default_str()
@@ -74,8 +75,10 @@ void SamplingOptions::add_to(CLI::App& app) {
 std::vector<std::string> expand_option_aliases(int argc, char** argv) {
     std::vector<std::string> args(argv, argv + argc);
     for (std::string& arg : args) {
-        if (arg == "-tp") arg = "--tensor-parallel-size";
-        else if (arg.rfind("-tp=", 0) == 0) arg = "--tensor-parallel-size=" + arg.substr(4);
+        if (arg == "-tp")
+            arg = "--tensor-parallel-size";
+        else if (arg.rfind("-tp=", 0) == 0)
+            arg = "--tensor-parallel-size=" + arg.substr(4);
     }
     return args;
 }

@@ -62,8 +62,9 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(const EngineConfig& config)
     executor_config.tensor_parallel_size = config.tensor_parallel_size;
     executor_config.threads_per_rank = config.num_threads;
     executor_config.worker_executable = config.worker_executable;
-    LMRUN_ASSIGN_OR_RETURN(executor_config.backend, parallel::resolve_executor_backend(
-                                                        config.distributed_executor_backend, config.tensor_parallel_size));
+    LMRUN_ASSIGN_OR_RETURN(
+        executor_config.backend,
+        parallel::resolve_executor_backend(config.distributed_executor_backend, config.tensor_parallel_size));
     LMRUN_ASSIGN_OR_RETURN(engine->executor_, parallel::Executor::create(executor_config));
 
     const ModelRunner& runner = engine->executor_->runner();

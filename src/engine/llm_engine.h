@@ -33,11 +33,11 @@ struct EngineConfig {
     ModelRunnerConfig runner;    // max_num_seqs, max_num_batched_tokens, max_model_len, block size, KV budget
     bool enable_prefix_caching = true;
     bool enable_chunked_prefill = true;
-    int num_threads = 0;                  // per rank; 0 = the rank's cores (all cores / tensor_parallel_size)
-    int tensor_parallel_size = 1;         // ranks the model is split over
-    std::string distributed_executor_backend;           // uni, mp, mpi; "": mp if tensor_parallel_size > 1
+    int num_threads = 0;           // per rank; 0 = the rank's cores (all cores / tensor_parallel_size)
+    int tensor_parallel_size = 1;  // ranks the model is split over
+    std::string distributed_executor_backend;          // uni, mp, mpi; "": mp if tensor_parallel_size > 1
     std::string worker_executable = "/proc/self/exe";  // mp: ranks 1.. run `worker_executable worker ...`
-    uint64_t seed = 0;                    // seeds requests that bring no seed of their own
+    uint64_t seed = 0;                                 // seeds requests that bring no seed of their own
     BlockHashFn block_hash_fn = nullptr;  // tests only: replace the prefix-cache hash (nullptr = xxhash)
 };
 

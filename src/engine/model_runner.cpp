@@ -62,12 +62,14 @@ ModelRunner::ModelRunner(std::unique_ptr<CausalLM> model, const ModelRunnerConfi
         }
     }
     if (group_.size() > 1 && group_.rank() == 0) {
-        step_message_.resize(parallel::max_step_message_bytes(
-            std::max(config.max_num_batched_tokens, config.max_num_seqs), config.max_num_seqs, max_blocks_per_seq_));
+        step_message_.resize(
+            parallel::max_step_message_bytes(std::max(config.max_num_batched_tokens, config.max_num_seqs),
+                                             config.max_num_seqs, max_blocks_per_seq_));
     }
 }
 
-Result<ModelRunnerConfig> resolve_runner_config(const ModelRunnerConfig& requested, const ModelConfig& model_config) {
+Result<ModelRunnerConfig> resolve_runner_config(const ModelRunnerConfig& requested,
+                                                const ModelConfig& model_config) {
     ModelRunnerConfig config = requested;
     if (config.max_model_len <= 0) config.max_model_len = model_config.max_position_embeddings;
     if (config.max_model_len > model_config.max_position_embeddings) {
@@ -191,7 +193,8 @@ std::span<const SampleResult> ModelRunner::run(std::span<const RunnerSequence> s
     LMRUN_CHECK(context.num_tokens <= buffers_.max_num_tokens,
                 "step has more tokens than max_num_batched_tokens");
     int64_t num_sampled = std::count_if(seqs.begin(), seqs.end(), [](const auto& seq) { return seq.sample; });
-    return compute_and_sample(context, seqs, std::span<const int32_t>(prefill_inputs_.logit_rows.data(), num_sampled));
+    return compute_and_sample(context, seqs,
+                              std::span<const int32_t>(prefill_inputs_.logit_rows.data(), num_sampled));
 }
 
 void ModelRunner::execute(const ForwardContext& context, std::span<const int32_t> logit_rows) {

@@ -42,7 +42,8 @@ struct ModelRunnerConfig {
 };
 
 // A config with max_model_len resolved against the model; an error names a bad limit.
-Result<ModelRunnerConfig> resolve_runner_config(const ModelRunnerConfig& config, const ModelConfig& model_config);
+Result<ModelRunnerConfig> resolve_runner_config(const ModelRunnerConfig& config,
+                                                const ModelConfig& model_config);
 
 // One sequence of a step, as the runner needs it.
 struct RunnerSequence {
@@ -104,7 +105,8 @@ class ModelRunner {
     static std::vector<int64_t> decode_buckets(int64_t max_num_seqs);
 
   private:
-    ModelRunner(std::unique_ptr<CausalLM> model, const ModelRunnerConfig& config, parallel::ProcessGroup& group);
+    ModelRunner(std::unique_ptr<CausalLM> model, const ModelRunnerConfig& config,
+                parallel::ProcessGroup& group);
     Status allocate_kv_cache();
     int64_t agree_on_num_blocks(int64_t num_blocks);
     // Rank 0: sends the step to the other ranks, then runs the forward pass and the logits of `logit_rows`.

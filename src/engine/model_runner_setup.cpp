@@ -71,8 +71,10 @@ Status ModelRunner::allocate_kv_cache() {
     }
     // No more blocks than max_num_seqs sequences of max_model_len tokens could ever use.
     const int64_t useful_blocks = config_.max_num_seqs * max_blocks_per_seq_;
-    shape.num_blocks = agree_on_num_blocks(std::min(budget / (bytes_per_block * ranks_paying), useful_blocks));
-    if (group_.failed()) return make_error(ErrorKind::Unavailable, "a tensor-parallel rank failed during start-up");
+    shape.num_blocks =
+        agree_on_num_blocks(std::min(budget / (bytes_per_block * ranks_paying), useful_blocks));
+    if (group_.failed())
+        return make_error(ErrorKind::Unavailable, "a tensor-parallel rank failed during start-up");
     if (shape.num_blocks < 1) {
         return make_error("KV cache budget of {} bytes is smaller than one block ({} bytes of {} tokens)",
                           budget, bytes_per_block, config_.block_size);
@@ -94,8 +96,8 @@ int64_t ModelRunner::agree_on_num_blocks(int64_t num_blocks) {
     std::vector<int64_t> counts(size_t(group_.size()), 0);
     group_.gather(&num_blocks, sizeof(num_blocks), counts.data());
     const int64_t smallest = *std::min_element(counts.begin(), counts.end());
-    std::span<const std::byte> agreed =
-        group_.broadcast(group_.rank() == 0 ? std::as_bytes(std::span(&smallest, 1)) : std::span<const std::byte>());
+    std::span<const std::byte> agreed = group_.broadcast(
+        group_.rank() == 0 ? std::as_bytes(std::span(&smallest, 1)) : std::span<const std::byte>());
     if (agreed.size() != sizeof(int64_t)) return 0;
     int64_t result = 0;
     std::memcpy(&result, agreed.data(), sizeof(result));

@@ -131,7 +131,8 @@ void CausalLM::compute_logits(std::span<const int32_t> rows, ActivationBuffers& 
         std::copy_n(residual + rows[i] * hidden_size, hidden_size, selected_residual + i * hidden_size);
     }
     norm_.forward_add(selected_hidden, selected_residual, num_rows);
-    if (parallel_.tp_size == 1) return lm_head_.forward(selected_hidden, num_rows, buffers.logits.data<float>(), path);
+    if (parallel_.tp_size == 1)
+        return lm_head_.forward(selected_hidden, num_rows, buffers.logits.data<float>(), path);
     // Vocab-parallel: each rank computes its columns; rank 0, which samples, gathers them all.
     float* local = buffers.local_logits.data<float>();
     lm_head_.forward(selected_hidden, num_rows, local, path);

@@ -122,12 +122,13 @@ Status copy_shard(const TensorInfo& src, Tensor& dst, const ShardCopy& copy, con
         }
     });
     if (first_bad_row.load() >= 0)
-        return with_subject(make_error(ErrorKind::Corrupt,
-                                       "{}: tensor '{}' holds NaN or Inf values (row {}, columns {}..{}): the "
-                                       "file is corrupt",
-                                       src.file_path, src.name, copy.src_row + first_bad_row.load(), copy.src_col,
-                                       copy.src_col + copy.num_cols - 1),
-                            src.file_path);
+        return with_subject(
+            make_error(ErrorKind::Corrupt,
+                       "{}: tensor '{}' holds NaN or Inf values (row {}, columns {}..{}): the "
+                       "file is corrupt",
+                       src.file_path, src.name, copy.src_row + first_bad_row.load(), copy.src_col,
+                       copy.src_col + copy.num_cols - 1),
+            src.file_path);
     return ok_status();
 }
 
