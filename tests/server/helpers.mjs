@@ -1,7 +1,9 @@
 // Starts the real `lmrun serve` on a free loopback port for the integration
 // tests and stops it again. LMRUN_BIN names the binary (CTest sets it; default
 // build/lmrun), LMRUN_TESTDATA the shared test data (default ../shared/testdata
-// beside the source tree).
+// beside the source tree). LMRUN_SERVE_ARGS adds arguments to every server the
+// tests start (CTest runs the suite again with "-tp 2": tensor parallelism), unless
+// a test chose its own -tp.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -14,6 +16,7 @@ export const testdataDir = process.env.LMRUN_TESTDATA || path.resolve(sourceRoot
 export const lmrunBin = process.env.LMRUN_BIN || path.join(sourceRoot, 'build', 'lmrun');
 export const storiesDir = path.join(testdataDir, 'stories260k');
 export const plainChatTemplate = path.join(here, 'plain_chat_template.jinja');
+const suiteArgs = (process.env.LMRUN_SERVE_ARGS || '').split(/\s+/).filter((arg) => arg !== '');
 
 export function storiesGoldens() {
   return JSON.parse(readFileSync(path.join(storiesDir, 'expected.json'), 'utf8')).cases;
@@ -22,8 +25,9 @@ export function storiesGoldens() {
 // Resolves once the server logs its port and /health answers 200.
 export async function startServer(extraArgs = [], { timeoutMs = 60000 } = {}) {
   const defaults = extraArgs.includes('--kv-cache-memory') ? [] : ['--kv-cache-memory', '0.25'];
+  const suite = extraArgs.includes('-tp') ? [] : suiteArgs;
   const args = ['serve', '--model', storiesDir, '--host', '127.0.0.1', '--port', '0', '--threads', '1',
-    ...defaults, ...extraArgs];
+    ...defaults, ...suite, ...extraArgs];
   const proc = spawn(lmrunBin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
