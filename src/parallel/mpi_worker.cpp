@@ -68,8 +68,8 @@ std::vector<std::string> gather_rank_descriptions(MpiProcessGroup& group) {
     char mine[256] = {};
     char host[64] = {};
     gethostname(host, sizeof(host) - 1);
-    std::snprintf(mine, sizeof(mine), "%s pid %d, %s", host, int(getpid()),
-                  describe(this_rank_placement()).c_str());
+    std::snprintf(mine, sizeof(mine), "%s, pid %d, host %s", describe(this_rank_placement()).c_str(),
+                  int(getpid()), host);
     std::vector<char> all(sizeof(mine) * size_t(group.size()));
     group.gather(mine, sizeof(mine), all.data());
     std::vector<std::string> descriptions;

@@ -16,7 +16,7 @@ namespace lmrun::parallel {
 // The exit code of a worker rank; nullopt on rank 0 and when not launched by MPI.
 std::optional<int> run_mpi_worker_if_launched();
 
-// Every rank's "host pid N, rank R: cpus ..." on rank 0 (a collective: all ranks call it,
+// Every rank's "rank R: cpus ... (T threads), pid P, host H" on rank 0 (a collective: all ranks call it,
 // rank 0 in its executor, the others when an engine starts). Empty on the other ranks.
 std::vector<std::string> gather_rank_descriptions(MpiProcessGroup& group);
 

@@ -22,13 +22,15 @@ export function storiesGoldens() {
   return JSON.parse(readFileSync(path.join(storiesDir, 'expected.json'), 'utf8')).cases;
 }
 
-// Resolves once the server logs its port and /health answers 200.
-export async function startServer(extraArgs = [], { timeoutMs = 60000 } = {}) {
+// Resolves once the server logs its port and /health answers 200. `launcher`: a command that
+// starts lmrun, e.g. ['mpirun', '-np', '2'] (the server is then rank 0 of an MPI job).
+export async function startServer(extraArgs = [], { timeoutMs = 60000, launcher = [] } = {}) {
   const defaults = extraArgs.includes('--kv-cache-memory') ? [] : ['--kv-cache-memory', '0.25'];
   const suite = extraArgs.includes('-tp') ? [] : suiteArgs;
   const args = ['serve', '--model', storiesDir, '--host', '127.0.0.1', '--port', '0', '--threads', '1',
     ...defaults, ...suite, ...extraArgs];
-  const proc = spawn(lmrunBin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const command = [...launcher, lmrunBin, ...args];
+  const proc = spawn(command[0], command.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
   const port = await new Promise((resolve, reject) => {
