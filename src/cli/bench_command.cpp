@@ -13,6 +13,7 @@
 #include "cli/bench_limits.h"
 #include "cli/bench_offline.h"
 #include "cli/bench_plot.h"
+#include "cli/bench_tensor_parallel.h"
 #include "cli/bench_workloads.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
@@ -23,6 +24,7 @@
 #include "engine/llm_engine.h"
 #include "engine/model_runner.h"
 #include "model/random_checkpoint.h"
+#include "parallel/executor.h"
 
 namespace lmrun::cli {
 namespace {
@@ -49,6 +51,9 @@ struct BenchArgs {
     std::vector<int64_t> offline_output_range{100, 512};
     int64_t offline_max_num_seqs = 64;
     double kv_cache_memory_gib = 2;
+    int tensor_parallel_size = 1;
+    std::string distributed_executor_backend;
+    bool compare_tensor_parallel = false;
 };
 
 Result<std::string> prepare_model(const BenchArgs& args) {
@@ -262,6 +267,8 @@ EngineConfig engine_config_for(const BenchArgs& args, const std::string& model_d
     config.model_dir = model_dir;
     config.dtype = dtype == DType::F32 ? "float32" : "bfloat16";
     config.num_threads = args.threads;
+    config.tensor_parallel_size = args.tensor_parallel_size;
+    config.distributed_executor_backend = args.distributed_executor_backend;
     config.runner.max_num_batched_tokens = 2048;
     config.runner.kv_cache_memory_bytes = int64_t(args.kv_cache_memory_gib * double(1ll << 30));
     return config;
@@ -344,6 +351,24 @@ int run_bench(const BenchArgs& args) {
     const DType dtype = resolved_dtype.value();
 
     BenchContext bench{args, {}, model_cost(config.value(), dtype, dtype), {}};
+    if (args.compare_tensor_parallel) {
+        TensorParallelComparison comparison;
+        comparison.model_dir = model_dir.value();
+        comparison.dtype = dtype;
+        comparison.runner = runner_config_for(args, config.value(), bench.cost);
+        comparison.tensor_parallel_size = std::max(2, args.tensor_parallel_size);
+        comparison.backend =
+            args.distributed_executor_backend.empty() ? "mp" : args.distributed_executor_backend;
+        comparison.prompt_lens = args.prompt_lens;
+        comparison.decode_batches = args.decode_batches;
+        comparison.decode_context = args.decode_context;
+        comparison.decode_steps = args.decode_steps;
+        comparison.runs = args.repeats;
+        auto result = compare_tensor_parallel(comparison);
+        if (!result.ok()) return log_error("{}", result.error().message), 1;
+        if (!args.json_path.empty()) std::ofstream(args.json_path) << result.value().dump(2) << "\n";
+        return 0;
+    }
     nlohmann::json json = {{"model", model_dir.value()},
                            {"dtype", dtype_name(dtype)},
                            {"threads", num_threads()},
@@ -370,14 +395,22 @@ int run_bench(const BenchArgs& args) {
     json["limits"] = {{"read_bytes_per_s", bench.limits.read_bytes_per_s},
                       {"gemm_flops_per_s", bench.limits.gemm_flops_per_s},
                       {"onednn_flops_per_s", bench.limits.onednn_flops_per_s}};
-    auto model = CausalLM::load(model_dir.value(), config.value(), dtype);
-    if (!model.ok()) return log_error("{}", model.error().message), 1;
-    auto runner =
-        ModelRunner::create(std::move(model).value(), runner_config_for(args, config.value(), bench.cost));
-    if (!runner.ok()) return log_error("{}", runner.error().message), 1;
-    run_prefill_sweep(bench, *runner.value());
-    std::vector<PlotPoint> points = run_decode_sweep(bench, *runner.value());
-    run_context_sweep(bench, *runner.value());
+    parallel::ExecutorConfig executor_config;
+    executor_config.model_dir = model_dir.value();
+    executor_config.dtype = dtype;
+    executor_config.runner = runner_config_for(args, config.value(), bench.cost);
+    executor_config.tensor_parallel_size = args.tensor_parallel_size;
+    executor_config.threads_per_rank = args.threads;
+    auto backend =
+        parallel::resolve_executor_backend(args.distributed_executor_backend, args.tensor_parallel_size);
+    if (!backend.ok()) return log_error("{}", backend.error().message), 1;
+    executor_config.backend = backend.value();
+    auto executor = parallel::Executor::create(executor_config);
+    if (!executor.ok()) return log_error("{}", executor.error().message), 1;
+    ModelRunner& runner = executor.value()->runner();
+    run_prefill_sweep(bench, runner);
+    std::vector<PlotPoint> points = run_decode_sweep(bench, runner);
+    run_context_sweep(bench, runner);
     if (args.profile) print_profile(bench.report.rows());
     json["workloads"] = bench.report.to_json();
     if (!args.json_path.empty()) std::ofstream(args.json_path) << json.dump(2) << "\n";
@@ -419,7 +452,20 @@ CommandRunner add_bench_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--repeats", args->repeats, "Runs per workload (median reported)")
         ->capture_default_str();
-    command->add_option("--threads", args->threads, "Compute threads (default: one per core)");
+    command->add_option("--threads", args->threads, "Compute threads per rank (default: the cores / ranks)");
+    command
+        ->add_option("--tensor-parallel-size", args->tensor_parallel_size,
+                     "Ranks the model is split over (-tp)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1024));
+    command
+        ->add_option("--distributed-executor-backend", args->distributed_executor_backend,
+                     "uni, mp or mpi (default: mp for -tp > 1)")
+        ->check(CLI::IsMember({"uni", "mp", "mpi"}));
+    command->add_flag(
+        "--compare-tensor-parallel", args->compare_tensor_parallel,
+        "Only compare prefill and decode on -tp N ranks (cores / N threads each) with one process "
+        "(all cores), in alternating runs (--repeats of each)");
     command->add_option("--json", args->json_path, "Write the results as JSON");
     command->add_option("--plot", args->plot_path, "Write decode throughput vs batch size as SVG");
     command->add_flag("--profile", args->profile, "Print where each workload's step time goes, per op");

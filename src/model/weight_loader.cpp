@@ -1,5 +1,8 @@
 #include "model/weight_loader.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstring>
 #include <numeric>
@@ -94,6 +97,17 @@ bool has_non_finite(const void* row, DType dtype, int64_t count) {
     }
 }
 
+// Unmaps the pages of `src` from this process once its slice was copied: the page cache keeps
+// them for other ranks (and a later read faults them back in), but this process's resident
+// memory no longer counts every page it touched, which for a row-parallel slice is the whole
+// tensor. So a rank's resident memory while loading is its shard plus about one tensor.
+void release_source_pages(const TensorInfo& src) {
+    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = (reinterpret_cast<uintptr_t>(src.data) + page - 1) / page * page;
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(src.data) + src.nbytes) / page * page;
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 Status copy_shard(const TensorInfo& src, Tensor& dst, const ShardCopy& copy, const ParallelConfig& parallel) {
     LMRUN_RETURN_IF_ERROR(check_inputs(src, dst, parallel));
     LMRUN_RETURN_IF_ERROR(check_shape(src, copy.expected_src_shape, parallel));
@@ -121,6 +135,7 @@ Status copy_shard(const TensorInfo& src, Tensor& dst, const ShardCopy& copy, con
             if (has_non_finite(to, dst.dtype(), copy.num_cols)) first_bad_row.store(row);
         }
     });
+    release_source_pages(src);
     if (first_bad_row.load() >= 0)
         return with_subject(
             make_error(ErrorKind::Corrupt,
