@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
+#include <algorithm>
 #include <thread>
 #include <vector>
 
@@ -44,7 +44,7 @@ TEST(ShmRingBuffer, EveryReaderGetsEveryMessageInOrderAcrossWrapArounds) {
             for (uint32_t i = 0; i < kMessages; ++i) {
                 std::span<const std::byte> got = reader.read();
                 std::vector<std::byte> want = message(i);
-                if (got.size() != want.size() || std::memcmp(got.data(), want.data(), want.size()) != 0)
+                if (got.size() != want.size() || !std::equal(want.begin(), want.end(), got.begin()))
                     ++mismatches[r];
             }
         });

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "parallel/multiproc_executor.h"
 #include "parallel/worker_main.h"
 
 extern char** environ;
@@ -37,8 +38,9 @@ struct ExecImage {
     }
 };
 
-bool is_openmp_variable(const char* entry) {
-    for (const char* name : {"OMP_NUM_THREADS=", "OMP_PLACES=", "OMP_PROC_BIND="})
+// Variables make_image() sets itself: not inherited from rank 0.
+bool is_set_for_the_worker(const char* entry) {
+    for (const char* name : {"OMP_NUM_THREADS=", "OMP_PLACES=", "OMP_PROC_BIND=", "LMRUN_TP_WORKER="})
         if (std::strncmp(entry, name, std::strlen(name)) == 0) return true;
     return false;
 }
@@ -48,13 +50,14 @@ ExecImage make_image(const WorkerLaunch& launch, int rank) {
     ExecImage image;
     image.args = worker_arguments(launch.executable, rank, launch.size, launch.group_fd, getpid());
     for (char** entry = environ; *entry; ++entry)
-        if (!is_openmp_variable(*entry)) image.env.push_back(*entry);
+        if (!is_set_for_the_worker(*entry)) image.env.push_back(*entry);
     // The worker's OpenMP runtime reads these when it loads: its team on its own CPUs.
     std::string places;
     for (int cpu : placement.cpus) places += (places.empty() ? "{" : ",{") + std::to_string(cpu) + "}";
     image.env.push_back("OMP_NUM_THREADS=" + std::to_string(placement.num_threads));
     image.env.push_back("OMP_PLACES=" + places);
     image.env.push_back("OMP_PROC_BIND=close");
+    image.env.push_back(std::string(kWorkerEnvironmentVariable) + "=1");
     CPU_ZERO(&image.cpus);
     for (int cpu : placement.cpus) CPU_SET(cpu, &image.cpus);
     image.finish();
