@@ -44,6 +44,27 @@ TEST(Placement, AnExplicitThreadCountIsKept) {
     for (const RankPlacement& placement : plan_placement(2, 3)) EXPECT_EQ(placement.num_threads, 3);
 }
 
+// Two NUMA nodes of 4 CPUs each: one rank per node takes the whole node; two per node split
+// it; one rank only uses the first node; ranks always stay on one node.
+TEST(Placement, RanksSpreadOverNumaNodesAndStayOnOne) {
+    const std::vector<NumaNodeCpus> two_sockets = {{0, {0, 1, 2, 3}}, {1, {4, 5, 6, 7}}};
+    auto one_per_node = plan_placement_on(two_sockets, 2, 0);
+    EXPECT_EQ(one_per_node[0].cpus, (std::vector<int>{0, 1, 2, 3}));
+    EXPECT_EQ(one_per_node[0].numa_node, 0);
+    EXPECT_EQ(one_per_node[1].cpus, (std::vector<int>{4, 5, 6, 7}));
+    EXPECT_EQ(one_per_node[1].numa_node, 1);
+    EXPECT_EQ(one_per_node[1].num_threads, 4);
+    auto two_per_node = plan_placement_on(two_sockets, 4, 0);
+    const std::vector<std::vector<int>> want = {{0, 1}, {2, 3}, {4, 5}, {6, 7}};
+    for (int r = 0; r < 4; ++r) {
+        EXPECT_EQ(two_per_node[size_t(r)].cpus, want[size_t(r)]) << "rank " << r;
+        EXPECT_EQ(two_per_node[size_t(r)].numa_node, r / 2);
+    }
+    auto single = plan_placement_on(two_sockets, 1, 0);
+    EXPECT_EQ(single[0].numa_node, 0);
+    EXPECT_EQ(single[0].cpus.size(), 4u);
+}
+
 TEST(Placement, CpuListsAreWrittenAsRanges) {
     EXPECT_EQ(format_cpu_list({0, 1, 2, 3, 8, 10, 11}), "0-3,8,10-11");
     EXPECT_EQ(format_cpu_list({5}), "5");

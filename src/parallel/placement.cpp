@@ -18,17 +18,13 @@ bool numa_usable() {
     return usable;
 }
 
-// The allowed CPUs grouped by NUMA node (one group when there is one node).
-std::vector<std::vector<int>> cpus_by_node(const std::vector<int>& cpus, std::vector<int>& node_ids) {
+// The allowed CPUs grouped by NUMA node (one group, node -1, when there is one node).
+std::vector<NumaNodeCpus> cpus_by_node(const std::vector<int>& cpus) {
     std::map<int, std::vector<int>> groups;
     for (int cpu : cpus) groups[numa_usable() ? std::max(0, numa_node_of_cpu(cpu)) : -1].push_back(cpu);
-    std::vector<std::vector<int>> result;
-    node_ids.clear();
-    for (auto& [node, members] : groups) {
-        node_ids.push_back(node);
-        result.push_back(std::move(members));
-    }
-    return result;
+    std::vector<NumaNodeCpus> nodes;
+    for (auto& [node, members] : groups) nodes.push_back({node, std::move(members)});
+    return nodes;
 }
 
 }  // namespace
@@ -51,8 +47,11 @@ void pin_current_thread(const std::vector<int>& cpus) {
 }
 
 std::vector<RankPlacement> plan_placement(int num_ranks, int threads_per_rank) {
-    std::vector<int> node_ids;
-    const std::vector<std::vector<int>> nodes = cpus_by_node(current_cpus(), node_ids);
+    return plan_placement_on(cpus_by_node(current_cpus()), num_ranks, threads_per_rank);
+}
+
+std::vector<RankPlacement> plan_placement_on(const std::vector<NumaNodeCpus>& nodes, int num_ranks,
+                                             int threads_per_rank) {
     const int num_nodes = int(nodes.size());
     std::vector<RankPlacement> placements(static_cast<size_t>(num_ranks));
     for (int node = 0; node < num_nodes; ++node) {
@@ -60,13 +59,13 @@ std::vector<RankPlacement> plan_placement(int num_ranks, int threads_per_rank) {
         std::vector<int> ranks;
         for (int r = 0; r < num_ranks; ++r)
             if (int64_t(r) * num_nodes / num_ranks == node) ranks.push_back(r);
-        const std::vector<int>& cpus = nodes[size_t(node)];
+        const std::vector<int>& cpus = nodes[size_t(node)].cpus;
         const int k = int(ranks.size());
         const int c = int(cpus.size());
         for (int j = 0; j < k; ++j) {
             RankPlacement& placement = placements[size_t(ranks[size_t(j)])];
             placement.rank = ranks[size_t(j)];
-            placement.numa_node = node_ids[size_t(node)];
+            placement.numa_node = nodes[size_t(node)].node;
             if (c >= k) {
                 placement.cpus.assign(cpus.begin() + int64_t(j) * c / k,
                                       cpus.begin() + int64_t(j + 1) * c / k);

@@ -23,6 +23,15 @@ struct RankPlacement {
 // Placements of `num_ranks` ranks over the CPUs this process may use. threads_per_rank 0:
 // as many as the rank has CPUs.
 std::vector<RankPlacement> plan_placement(int num_ranks, int threads_per_rank);
+
+// The CPUs of one NUMA node (node -1: the machine has one node, memory is not bound).
+struct NumaNodeCpus {
+    int node = -1;
+    std::vector<int> cpus;
+};
+// plan_placement over a given topology (what the machine's libnuma reports, or a test's).
+std::vector<RankPlacement> plan_placement_on(const std::vector<NumaNodeCpus>& nodes, int num_ranks,
+                                             int threads_per_rank);
 // More threads in all than CPUs to run them: waits should sleep at once instead of spinning.
 bool oversubscribed(const std::vector<RankPlacement>& placements);
 
