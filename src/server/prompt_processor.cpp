@@ -82,7 +82,8 @@ std::optional<ApiError> PromptProcessor::fit_to_context(const std::vector<int32_
                         max_len, num_prompt_tokens),
             prompt_field);
     }
-    if (max_tokens_given && num_prompt_tokens + params.max_tokens > max_len) {
+    // Written as a difference: max_tokens may be as large as the request's range allows.
+    if (max_tokens_given && params.max_tokens > max_len - num_prompt_tokens) {
         return invalid_request(
             fmt::format("This model's maximum context length is {} tokens. However, you requested "
                         "{} tokens ({} in the input, {} for the completion).",

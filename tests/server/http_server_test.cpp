@@ -32,7 +32,7 @@ class HttpServerTest : public ::testing::Test {
         ASSERT_TRUE(port.ok());
         port_ = port.value();
         engine_->start();
-        serve_thread_ = std::thread([this] { http_->serve(); });
+        serve_thread_ = std::thread([this] { EXPECT_TRUE(http_->serve().ok()); });
     }
 
     void TearDown() override {
