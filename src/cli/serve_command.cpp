@@ -193,7 +193,7 @@ CommandRunner add_serve_command(CLI::App& app) {
         ->capture_default_str();
     command
         ->add_option("--max-connections", args->http.max_connections,
-                     "Open connections at most; more are refused")
+                     "Open connections at most; more wait in the listen backlog")
         ->capture_default_str();
     command
         ->add_option("--max-request-body-mb", args->max_request_body_mb,

@@ -7,8 +7,9 @@
 // pulled from its BodyStream; when the stream has nothing to send, the connection is
 // suspended until the stream wakes it.
 //
-// Limits: open connections (more are refused at accept), an idle timeout (no byte either
-// way), and ConnectionMonitor's read budget per request (slow clients are dropped).
+// Limits: open connections (at the limit no more are accepted: further clients wait in the
+// listen backlog until one closes), an idle timeout (no byte either way), and
+// ConnectionMonitor's read budget per request (slow clients are dropped).
 // While an exchange is worked on, a client that hangs up is noticed at once
 // (HttpExchange::on_client_gone), suspended or not.
 #pragma once
