@@ -65,6 +65,17 @@ TEST_F(PromptProcessorTest, FitsToTheContext) {
     auto empty = prompts.fit_to_context({}, false, "prompt", asked);
     ASSERT_TRUE(empty);
 
+    // The largest max_tokens a request may carry does not overflow the context check.
+    SamplingParams largest;
+    largest.max_tokens = std::numeric_limits<int32_t>::max();
+    auto huge = prompts.fit_to_context(std::vector<int32_t>(5, 5), true, "prompt", largest);
+    ASSERT_TRUE(huge);
+    EXPECT_EQ(huge->param, "max_tokens");
+    EXPECT_NE(
+        huge->message.find("you requested 2147483652 tokens (5 in the input, 2147483647 for the completion)"),
+        std::string::npos)
+        << huge->message;
+
     SamplingParams min_tokens;
     min_tokens.max_tokens = 16;
     min_tokens.min_tokens = 16;
@@ -92,6 +103,11 @@ TEST_F(PromptProcessorTest, ChatNeedsATemplate) {
     no_prompt.add_generation_prompt = false;
     ASSERT_FALSE(with.render_chat(messages, no_prompt, text));
     EXPECT_EQ(text, "<s>[Hi]");
+    // Bytes after a NUL in a message reach the prompt (issue 10, item 9).
+    nlohmann::ordered_json with_nul =
+        nlohmann::ordered_json::parse(R"([{"role": "user", "content": "a\u0000b"}])");
+    ASSERT_FALSE(with.render_chat(with_nul, no_prompt, text));
+    EXPECT_EQ(text, std::string("<s>[a\0b]", 8));
 }
 
 TEST_F(PromptProcessorTest, TokenTexts) {
