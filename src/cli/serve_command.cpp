@@ -30,6 +30,7 @@ struct ServeArgs {
     int64_t max_queued_requests = 256;
     double shutdown_timeout_seconds = 30;
     int64_t max_request_body_mb = 64;
+    CLI::Option* max_connections_option = nullptr;  // tells whether --max-connections was given
 };
 
 // A number within [min, max]; written as !(min <= x <= max) so NaN fails too.
@@ -41,8 +42,9 @@ Status check_range(const char* option, T value, T min, T max) {
 }
 
 // The soft limit on open files is raised to the hard one (each connection is a socket); the
-// connection limit must fit in it, with room for the model's files and the engine.
-Status check_file_limit(int max_connections) {
+// connection limit must fit in it, with room for the model's files and the engine. A limit
+// given on the command line that does not fit is an error; the default shrinks to fit.
+Status fit_connections_to_file_limit(int& max_connections, bool given) {
     constexpr rlim_t kSpareFiles = 64;
     rlimit limit{};
     if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return ok_status();
@@ -51,11 +53,17 @@ Status check_file_limit(int max_connections) {
         setrlimit(RLIMIT_NOFILE, &limit);
         getrlimit(RLIMIT_NOFILE, &limit);
     }
-    if (limit.rlim_cur != RLIM_INFINITY && rlim_t(max_connections) + kSpareFiles > limit.rlim_cur) {
+    if (limit.rlim_cur == RLIM_INFINITY || rlim_t(max_connections) + kSpareFiles <= limit.rlim_cur)
+        return ok_status();
+    if (given || limit.rlim_cur <= 2 * kSpareFiles) {
         return make_error(
             "--max-connections {} needs {} open files, but this process may open {} (ulimit -n)",
             max_connections, rlim_t(max_connections) + kSpareFiles, limit.rlim_cur);
     }
+    const int fitting = int(limit.rlim_cur - kSpareFiles);
+    log_warn("--max-connections {} lowered to {}: this process may open {} files (ulimit -n)",
+             max_connections, fitting, limit.rlim_cur);
+    max_connections = fitting;
     return ok_status();
 }
 
@@ -71,7 +79,7 @@ Status check_serve_args(ServeArgs& args) {
     LMRUN_RETURN_IF_ERROR(check_range("--request-timeout", args.http.request_timeout_seconds, 0.1, 86400.0));
     LMRUN_RETURN_IF_ERROR(check_range("--shutdown-timeout", args.shutdown_timeout_seconds, 0.0, 86400.0));
     args.http.max_request_body_bytes = size_t(args.max_request_body_mb) << 20;
-    return check_file_limit(args.http.max_connections);
+    return fit_connections_to_file_limit(args.http.max_connections, args.max_connections_option->count() > 0);
 }
 
 std::string default_model_name(const std::string& model_dir) {
@@ -191,10 +199,11 @@ CommandRunner add_serve_command(CLI::App& app) {
         ->add_option("--http-threads", args->http.http_threads,
                      "Worker threads that parse, tokenize and build responses (connections need none)")
         ->capture_default_str();
-    command
-        ->add_option("--max-connections", args->http.max_connections,
-                     "Open connections at most; more wait in the listen backlog")
-        ->capture_default_str();
+    args->max_connections_option =
+        command
+            ->add_option("--max-connections", args->http.max_connections,
+                         "Open connections at most; more wait in the listen backlog")
+            ->capture_default_str();
     command
         ->add_option("--max-request-body-mb", args->max_request_body_mb,
                      "Largest request body in MiB (chunked or not); larger gets 413")
