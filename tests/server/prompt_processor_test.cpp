@@ -36,6 +36,27 @@ TEST_F(PromptProcessorTest, EncodesTextLikeTheGoldens) {
     EXPECT_EQ(ids, (std::vector<int32_t>{1, 2, 3}));
 }
 
+// Text that cannot fit the context whatever it tokenizes to is refused before tokenizing: this
+// tokenizer takes seconds for a few megabytes.
+TEST_F(PromptProcessorTest, TextTooLongForAnyTokenizationIsRefusedUntokenized) {
+    PromptProcessor prompts = make();
+    size_t longest = 0;
+    for (int32_t id = 0; id < tokenizer_->vocab_size(); ++id)
+        longest = std::max(longest, tokenizer_->id_to_token(id).size());
+    EXPECT_EQ(prompts.max_text_bytes(), 512 * longest * 8);
+    std::vector<int32_t> ids;
+    const std::string at_limit(prompts.max_text_bytes(), 'a');
+    EXPECT_FALSE(prompts.encode_prompt(PromptInput{at_limit, {}, false}, true, ids));
+    EXPECT_GT(ids.size(), 512u);  // the context check comes next (fit_to_context)
+    ids.clear();
+    auto error = prompts.encode_prompt(PromptInput{at_limit + "a", {}, false}, true, ids);
+    ASSERT_TRUE(error);
+    EXPECT_EQ(error->param, "prompt");
+    EXPECT_NE(error->message.find("maximum context length is 512 tokens"), std::string::npos)
+        << error->message;
+    EXPECT_TRUE(ids.empty());
+}
+
 TEST_F(PromptProcessorTest, FitsToTheContext) {
     PromptProcessor prompts = make();
     SamplingParams params;
