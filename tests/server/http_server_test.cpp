@@ -380,5 +380,38 @@ TEST_F(OpenTokenizeTest, AllowUnauthenticatedTokenizeOpensOnlyThoseTwo) {
     EXPECT_EQ(completion->status, 401);
 }
 
+class OneWorkerTest : public HttpServerTest {
+  protected:
+    HttpServerOptions options() const override {
+        HttpServerOptions options = HttpServerTest::options();
+        options.http_threads = 1;
+        return options;
+    }
+};
+
+// Item 7: /health and /metrics answer at once while every worker is busy.
+TEST_F(OneWorkerTest, HealthAndMetricsAnswerWhileTheOnlyWorkerIsBusy) {
+    std::string body = R"({"prompt": "a")";
+    for (int i = 0; i < 80000; ++i) body += fmt::format(", \"k{}\": {}", i, i);
+    body += "}";
+    std::vector<std::unique_ptr<testing::RawConnection>> busy;
+    for (int i = 0; i < 10; ++i) {
+        busy.push_back(std::make_unique<testing::RawConnection>(port_));
+        busy.back()->send(
+            fmt::format("POST /tokenize HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer key\r\n"
+                        "Content-Length: {}\r\n\r\n{}",
+                        body.size(), body));
+    }
+    httplib::Client client("127.0.0.1", port_);
+    auto health = client.Get("/health");
+    auto metrics = client.Get("/metrics");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200);
+    ASSERT_TRUE(metrics);
+    EXPECT_EQ(metrics->status, 200);
+    EXPECT_EQ(busy.back()->read_response(0.001), "");  // the worker has not got to the last one yet
+    for (auto& connection : busy) EXPECT_EQ(testing::status_of(connection->read_response(60)), 200);
+}
+
 }  // namespace
 }  // namespace lmrun::server
