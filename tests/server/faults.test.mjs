@@ -30,9 +30,12 @@ test('a client that disconnects mid-stream is aborted and its KV blocks are free
     assert.equal(response.status, 200);
     const reader = response.body.getReader();
     await reader.read();  // the first chunk: the request is running
-    const during = await scrapeMetrics(server.url);
-    assert.equal(metric(during, 'vllm:num_requests_running'), 1);
-    assert.ok(metric(during, 'vllm:kv_cache_usage_perc') > 0);
+    // The gauges are published right after the step that produced the chunk.
+    const running = await waitFor(async () => {
+      const during = await scrapeMetrics(server.url);
+      return metric(during, 'vllm:num_requests_running') === 1 && metric(during, 'vllm:kv_cache_usage_perc') > 0;
+    });
+    assert.ok(running, 'the request is not seen running');
     controller.abort();
     const freed = await waitFor(async () => {
       const now = await scrapeMetrics(server.url);
