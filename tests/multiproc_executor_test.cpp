@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -157,6 +158,30 @@ TEST(MultiprocExecutor, AWorkerKilledDuringGenerationFailsEveryRequestInFlight) 
     Status refused = engine->add_request("late", {1, 2}, params);
     ASSERT_FALSE(refused.ok());
     EXPECT_EQ(refused.error().kind, ErrorKind::Unavailable);
+}
+
+// A shutdown after real steps: every worker exits by itself with status 0 and is reaped (no
+// process left), and the executor refuses further steps instead of touching freed ranks.
+TEST(MultiprocExecutor, ShutdownStopsEveryWorkerCleanly) {
+    EngineConfig config = stories_config();
+    config.tensor_parallel_size = 4;
+    config.distributed_executor_backend = "mp";
+    auto engine = make_engine(config);
+    SamplingParams params;
+    params.max_tokens = 8;
+    ASSERT_TRUE(engine->add_request("r", {1, 403, 407}, params).ok());
+    while (engine->has_unfinished_requests()) engine->step();
+    const std::vector<pid_t> workers = engine->executor().worker_pids();
+    ASSERT_EQ(workers.size(), 3u);
+    Status stopped = engine->executor().shutdown();
+    EXPECT_TRUE(stopped.ok()) << stopped.error().message;
+    for (pid_t worker : workers) {
+        errno = 0;
+        EXPECT_EQ(kill(worker, 0), -1) << "worker " << worker << " still exists";
+        EXPECT_EQ(errno, ESRCH);
+    }
+    EXPECT_EQ(engine->executor().health().error().kind, ErrorKind::Unavailable);
+    EXPECT_TRUE(engine->executor().shutdown().ok()) << "a second shutdown is a no-op";
 }
 
 // `lmrun serve -tp 2` in a child process; its stderr read line by line.

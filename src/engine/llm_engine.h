@@ -77,6 +77,7 @@ class LLMEngine {
     const BlockManager& block_manager() const { return *block_manager_; }
     const ModelRunner& runner() const { return executor_->runner(); }
     const parallel::Executor& executor() const { return *executor_; }
+    parallel::Executor& executor() { return *executor_; }
     // ok, or why the engine can no longer run (a tensor-parallel rank died). Thread-safe.
     Status health() const { return executor_->health(); }
     EngineStats stats() const;

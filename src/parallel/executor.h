@@ -62,6 +62,9 @@ class Executor {
     const std::vector<RankPlacement>& placements() const { return placements_; }
     // Worker processes by rank - 1 (mp backend); empty otherwise.
     virtual std::vector<pid_t> worker_pids() const { return {}; }
+    // Tells the other ranks to stop and waits for them (the destructor does it if not done):
+    // ok when every worker process exited by itself, with status 0. No steps after it.
+    virtual Status shutdown() { return ok_status(); }
 
   protected:
     Executor() = default;

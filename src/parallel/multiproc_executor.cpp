@@ -92,14 +92,21 @@ Status MultiprocExecutor::start(const ExecutorConfig& config) {
 }
 
 MultiprocExecutor::~MultiprocExecutor() {
+    if (Status stopped = shutdown(); !stopped.ok()) log_warn("{}", stopped.error().message);
+}
+
+Status MultiprocExecutor::shutdown() {
+    Status stopped = ok_status();
     if (workers_) workers_->expect_exits();
     if (runner_) runner_->shutdown_workers();
-    if (workers_ && !workers_->stop(5.0))
-        log_warn("tensor parallel: workers did not exit in 5 s and were killed");
+    if (workers_) stopped = workers_->stop(5.0);
+    if (runner_) record_failure("the executor was shut down");  // health() no longer reads the runner
     workers_.reset();
     runner_.reset();
     group_.reset();
     if (!saved_cpus_.empty()) pin_current_thread(saved_cpus_);
+    saved_cpus_.clear();
+    return stopped;
 }
 
 std::vector<pid_t> MultiprocExecutor::worker_pids() const {

@@ -14,9 +14,11 @@ namespace lmrun::parallel {
 class MultiprocExecutor final : public Executor {
   public:
     static Result<std::unique_ptr<Executor>> create(const ExecutorConfig& config);
-    // Tells the workers to stop, waits for them (5 s, then kills) and unpins this thread.
+    // shutdown() if not done yet.
     ~MultiprocExecutor() override;
     std::vector<pid_t> worker_pids() const override;
+    // Tells the workers to stop, waits for them (5 s, then kills) and unpins this thread.
+    Status shutdown() override;
 
   private:
     MultiprocExecutor() = default;

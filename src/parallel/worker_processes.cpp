@@ -117,6 +117,7 @@ Result<std::unique_ptr<WorkerProcesses>> WorkerProcesses::start(const WorkerLaun
             self->pids_.push_back(pid);
             self->pidfds_.push_back(open_pidfd(pid));
             self->exited_.push_back(false);
+            self->statuses_.push_back(0);
         }
         started.set_value(error);  // start() returns: images and launch are gone from here on
         self->watch();
@@ -136,6 +137,7 @@ void WorkerProcesses::reap(size_t index, int status) {
     {
         std::lock_guard lock(mutex_);
         exited_[index] = true;
+        statuses_[index] = status;
         if (pidfds_[index] >= 0) close(pidfds_[index]), pidfds_[index] = -1;
         reason = fmt::format("rank {} (pid {}) {}", index + 1, pids_[index], describe_exit_status(status));
     }
@@ -172,9 +174,9 @@ void WorkerProcesses::watch() {
     }
 }
 
-bool WorkerProcesses::stop(double timeout_seconds) {
+Status WorkerProcesses::stop(double timeout_seconds) {
     stopping_ = true;
-    if (!watcher_.joinable()) return true;
+    if (!watcher_.joinable()) return ok_status();
     auto all_exited = [&] {
         std::lock_guard lock(mutex_);
         return std::find(exited_.begin(), exited_.end(), false) == exited_.end();
@@ -182,18 +184,29 @@ bool WorkerProcesses::stop(double timeout_seconds) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
     while (!all_exited() && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    const bool clean = all_exited();
-    if (!clean) {
+    std::string unclean;  // "rank 1 (pid 12) was killed after 5 s; ..."
+    {
         std::lock_guard lock(mutex_);
-        for (size_t i = 0; i < pids_.size(); ++i)
-            if (!exited_[i]) kill(pids_[i], SIGKILL);
+        for (size_t i = 0; i < pids_.size(); ++i) {
+            std::string how;
+            if (!exited_[i]) {
+                kill(pids_[i], SIGKILL);
+                how = fmt::format("did not exit within {} s and was killed", timeout_seconds);
+            } else if (!WIFEXITED(statuses_[i]) || WEXITSTATUS(statuses_[i]) != 0) {
+                how = describe_exit_status(statuses_[i]);
+            }
+            if (!how.empty())
+                unclean +=
+                    fmt::format("{}rank {} (pid {}) {}", unclean.empty() ? "" : "; ", i + 1, pids_[i], how);
+        }
     }
     uint64_t one = 1;
     if (write(stop_event_fd_, &one, sizeof(one)) < 0) {
         // The watcher also polls with a timeout; nothing else to do.
     }
     watcher_.join();
-    return clean;
+    if (unclean.empty()) return ok_status();
+    return make_error(ErrorKind::Unavailable, "tensor-parallel workers did not stop cleanly: {}", unclean);
 }
 
 }  // namespace lmrun::parallel

@@ -47,8 +47,9 @@ class WorkerProcesses {
     // From now on workers may exit without that being a failure (call before telling them to).
     void expect_exits() { stopping_ = true; }
     // Waits up to timeout_seconds for every worker to exit (after rank 0 told them to), then
-    // kills the rest. Returns false if it had to kill.
-    bool stop(double timeout_seconds);
+    // kills the rest. ok when every worker exited by itself with status 0; else an Unavailable
+    // error naming each rank that did not (killed here, crashed, or exited with an error).
+    Status stop(double timeout_seconds);
 
   private:
     WorkerProcesses() = default;
@@ -59,6 +60,7 @@ class WorkerProcesses {
     std::vector<pid_t> pids_;
     std::vector<int> pidfds_;
     std::vector<bool> exited_;
+    std::vector<int> statuses_;  // waitpid statuses of the exited workers
     int stop_event_fd_ = -1;
     std::atomic<bool> stopping_{false};
     std::thread watcher_;
