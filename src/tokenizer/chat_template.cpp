@@ -10,9 +10,20 @@ const std::string& ChatTemplate::source() const {
     return source_ ? *source_ : kEmpty;
 }
 
+namespace {
+
+// The same error with `prefix: ` before its message; a syntax error in a template is the
+// template's fault (Corrupt) unless it hit a limit.
+Error prefixed(const Error& error, const std::string& prefix, ErrorKind syntax_kind) {
+    const ErrorKind kind = error.kind == ErrorKind::InvalidArgument ? syntax_kind : error.kind;
+    return Error{prefix + ": " + error.message, kind, error.subject};
+}
+
+}  // namespace
+
 Result<ChatTemplate> ChatTemplate::parse(const std::string& source) {
     auto parsed = jinja::parse_template(source);
-    if (!parsed.ok()) return make_error("chat template: {}", parsed.error().message);
+    if (!parsed.ok()) return prefixed(parsed.error(), "chat template", ErrorKind::Corrupt);
     ChatTemplate result;
     result.source_ = std::make_shared<const std::string>(source);
     result.template_ = std::shared_ptr<const jinja::Template>(std::move(parsed).value());
@@ -26,8 +37,12 @@ Result<ChatTemplate> ChatTemplate::from_tokenizer_config(const nlohmann::json& t
 
 Result<ChatTemplate> ChatTemplate::from_tokenizer_config(const nlohmann::ordered_json& tokenizer_config,
                                                          const std::string& source_name) {
+    auto corrupt = [&source_name](std::string message) {
+        return with_subject(make_error(ErrorKind::Corrupt, "{}: {}", source_name, message), source_name);
+    };
     if (!tokenizer_config.is_object() || !tokenizer_config.contains("chat_template"))
-        return make_error("{}: no \"chat_template\"", source_name);
+        return with_subject(make_error(ErrorKind::NotFound, "{}: no \"chat_template\"", source_name),
+                            source_name);
     const nlohmann::ordered_json& entry = tokenizer_config["chat_template"];
     const nlohmann::ordered_json* source = nullptr;
     if (entry.is_string()) {
@@ -38,14 +53,13 @@ Result<ChatTemplate> ChatTemplate::from_tokenizer_config(const nlohmann::ordered
                 named.contains("template"))
                 source = &named["template"];
         }
-        if (source == nullptr)
-            return make_error("{}: \"chat_template\" list has no \"default\" entry", source_name);
+        if (source == nullptr) return corrupt("\"chat_template\" list has no \"default\" entry");
     }
     if (source == nullptr || !source->is_string())
-        return make_error("{}: \"chat_template\" must be a string or a list of {{name, template}}",
-                          source_name);
+        return corrupt("\"chat_template\" must be a string or a list of {name, template}");
     auto parsed = parse(source->get<std::string>());
-    if (!parsed.ok()) return make_error("{}: {}", source_name, parsed.error().message);
+    if (!parsed.ok())
+        return with_subject(prefixed(parsed.error(), source_name, ErrorKind::Corrupt), source_name);
     return parsed;
 }
 
@@ -79,9 +93,10 @@ Result<std::string> ChatTemplate::apply(const nlohmann::ordered_json& messages,
             context.set(key, std::move(converted).value());
         }
     }
-    jinja::Interpreter interpreter(context);
+    jinja::Interpreter interpreter(context, options.limits);
     auto rendered = interpreter.render(*template_);
-    if (!rendered.ok()) return make_error("chat template: {}", rendered.error().message);
+    // Errors the template raises about the conversation are the request's (InvalidArgument).
+    if (!rendered.ok()) return prefixed(rendered.error(), "chat template", ErrorKind::InvalidArgument);
     return rendered;
 }
 

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/result.h"
+#include "tokenizer/jinja/render_budget.h"
 
 namespace lmrun {
 
@@ -32,6 +33,8 @@ struct ChatTemplateOptions {
     bool add_generation_prompt = true;
     // e.g. {"enable_thinking": false}, "tools": [...]; ordered to keep key order for tojson.
     nlohmann::ordered_json extra_kwargs = nlohmann::ordered_json::object();
+    // Steps, bytes, output and depth one render may take (templates are untrusted).
+    jinja::RenderLimits limits;
 };
 
 class ChatTemplate {
