@@ -44,6 +44,15 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_file(const std::string& token
     return tokenizer;
 }
 
+Result<std::unique_ptr<Tokenizer>> Tokenizer::from_text(std::string_view tokenizer_json,
+                                                        nlohmann::json tokenizer_config,
+                                                        const std::string& source) {
+    LMRUN_ASSIGN_OR_RETURN(TokenizerJson parsed, parse_tokenizer_json(tokenizer_json, source));
+    std::optional<BpeTables> tables;
+    if (parsed.has_tables) tables = std::move(parsed.tables);
+    return build(parsed.spec, std::move(tables), std::move(tokenizer_config), source);
+}
+
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_dir(const std::string& dir) {
     return from_file((std::filesystem::path(dir) / "tokenizer.json").string());
 }
