@@ -34,22 +34,11 @@ std::string default_model_name(const std::string& model_dir) {
 }
 
 Result<std::optional<ChatTemplate>> load_chat_template(const ServeArgs& args, const Tokenizer* tokenizer) {
-    if (!args.chat_template_file.empty()) {
-        std::ifstream in(args.chat_template_file);
-        if (!in) return make_error("{}: cannot open chat template", args.chat_template_file);
-        std::stringstream source;
-        source << in.rdbuf();
-        LMRUN_ASSIGN_OR_RETURN(ChatTemplate chat_template, ChatTemplate::parse(source.str()));
-        return std::optional<ChatTemplate>(std::move(chat_template));
-    }
-    if (!tokenizer || !tokenizer->tokenizer_config().contains("chat_template")) {
+    LMRUN_ASSIGN_OR_RETURN(std::optional<ChatTemplate> chat_template,
+                           lmrun::load_chat_template(args.chat_template_file, tokenizer));
+    if (!chat_template)
         log_warn("no chat template: /v1/chat/completions answers 400 (pass --chat-template FILE)");
-        return std::optional<ChatTemplate>();
-    }
-    LMRUN_ASSIGN_OR_RETURN(
-        ChatTemplate chat_template,
-        ChatTemplate::from_tokenizer_config(tokenizer->tokenizer_config(), "tokenizer_config.json"));
-    return std::optional<ChatTemplate>(std::move(chat_template));
+    return chat_template;
 }
 
 // SIGINT/SIGTERM are blocked in every thread and taken here, where a shutdown may block.

@@ -1,7 +1,10 @@
 #include "tokenizer/chat_template.h"
 
+#include <fstream>
+
 #include "tokenizer/jinja/interpreter.h"
 #include "tokenizer/jinja/parser.h"
+#include "tokenizer/tokenizer.h"
 
 namespace lmrun {
 
@@ -61,6 +64,39 @@ Result<ChatTemplate> ChatTemplate::from_tokenizer_config(const nlohmann::ordered
     if (!parsed.ok())
         return with_subject(prefixed(parsed.error(), source_name, ErrorKind::Corrupt), source_name);
     return parsed;
+}
+
+Result<ChatTemplate> ChatTemplate::from_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        return with_subject(make_error(ErrorKind::NotFound, "{}: cannot open chat template", path), path);
+    std::string source;
+    char chunk[1 << 16];
+    while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+        source.append(chunk, size_t(in.gcount()));
+        if (source.size() > jinja::kMaxTemplateBytes)
+            return with_subject(make_error(ErrorKind::ResourceExhausted,
+                                           "{}: chat template larger than the limit of {} bytes", path,
+                                           jinja::kMaxTemplateBytes),
+                                path);
+    }
+    auto parsed = parse(source);
+    if (!parsed.ok()) return with_subject(prefixed(parsed.error(), path, ErrorKind::Corrupt), path);
+    return parsed;
+}
+
+Result<std::optional<ChatTemplate>> load_chat_template(const std::string& template_file,
+                                                       const Tokenizer* tokenizer) {
+    if (!template_file.empty()) {
+        LMRUN_ASSIGN_OR_RETURN(ChatTemplate chat_template, ChatTemplate::from_file(template_file));
+        return std::optional<ChatTemplate>(std::move(chat_template));
+    }
+    if (tokenizer == nullptr || !tokenizer->tokenizer_config().contains("chat_template"))
+        return std::optional<ChatTemplate>();
+    LMRUN_ASSIGN_OR_RETURN(
+        ChatTemplate chat_template,
+        ChatTemplate::from_tokenizer_config(tokenizer->tokenizer_config(), "tokenizer_config.json"));
+    return std::optional<ChatTemplate>(std::move(chat_template));
 }
 
 Result<std::string> ChatTemplate::apply(const nlohmann::json& messages, const ChatTemplateOptions& options,
