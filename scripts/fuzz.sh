@@ -37,11 +37,13 @@ for target in "${targets[@]}"; do
     mkdir -p "$corpus" "$crashes"
     inputs=("$corpus" "$build/fuzz-seeds/$target")
     [ -d "tests/fuzz/seeds/$target" ] && inputs+=("tests/fuzz/seeds/$target")
+    options=()
+    [ -f "tests/fuzz/$target.dict" ] && options+=("-dict=tests/fuzz/$target.dict")
     echo "fuzz: $target for ${seconds}s"
     # -timeout: one input running 25 s is a hang; -rss_limit_mb: and 2 GB is a memory bomb.
     set +e
     nice "$build/$target" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 \
-        -print_final_stats=1 -artifact_prefix="$crashes/" "${inputs[@]}" >"$log" 2>&1
+        -print_final_stats=1 -artifact_prefix="$crashes/" "${options[@]}" "${inputs[@]}" >"$log" 2>&1
     status=$?
     set -e
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{print $2}' | tail -1)

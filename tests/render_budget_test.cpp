@@ -159,6 +159,22 @@ TEST(RenderBudget, EvaluationDepthIsBounded) {
     EXPECT_NE(error.message.find("nested too deeply"), std::string::npos) << error.message;
 }
 
+TEST(RenderBudget, DeepestRenderStopsAtTheDepthLimitWithinTheStack) {
+    // Macro recursion through nested blocks down to a 190-level expression: the evaluation
+    // nests past max_depth (500) and must stop there cleanly (under ASan too).
+    const std::string body = repeated("{% if n > 0 %}", 10) + "{{ f(n - 1) }}" + repeated("{% endif %}", 10);
+    const std::string deep = "0" + repeated(" + 1", 190);  // an expression tree 191 levels deep
+    const std::string source = "{% macro f(n) %}{% if n == 0 %}{{ " + deep + " }}{% else %}" + body +
+                               "{% endif %}{% endmacro %}{{ f(30) }}";
+    Error error = render_error(source);
+    EXPECT_NE(error.message.find("nested too deeply"), std::string::npos) << error.message;
+    EXPECT_EQ(error.kind, ErrorKind::ResourceExhausted);
+    Result<std::string> shallower = render("{% macro f(n) %}{% if n == 0 %}{{ " + deep + " }}{% else %}" +
+                                           body + "{% endif %}{% endmacro %}{{ f(20) }}");
+    ASSERT_TRUE(shallower.ok()) << shallower.error().message;
+    EXPECT_EQ(shallower.value(), "190");
+}
+
 TEST(RenderBudget, TemplatesLargerThanTheLimitAreRefused) {
     Result<std::unique_ptr<Template>> tmpl = parse_template(std::string(kMaxTemplateBytes + 1, 'x'));
     ASSERT_FALSE(tmpl.ok());
