@@ -28,7 +28,7 @@ file(GLOB_RECURSE LMRUN_FUZZ_TOKENIZER_SOURCES CONFIGURE_DEPENDS src/tokenizer/*
 list(APPEND LMRUN_FUZZ_SOURCES ${LMRUN_FUZZ_TOKENIZER_SOURCES}
      src/model/config.cpp src/model/config_limits.cpp src/model/safetensors.cpp src/model/safetensors_writer.cpp
      src/model/checkpoint.cpp src/engine/sampling_params.cpp
-     src/server/openai_request.cpp src/server/api_error.cpp)
+     src/server/openai_request.cpp src/server/request_fields.cpp src/server/api_error.cpp)
 
 add_library(lmrun_fuzz_lib STATIC ${LMRUN_FUZZ_SOURCES})
 target_include_directories(lmrun_fuzz_lib PUBLIC src)

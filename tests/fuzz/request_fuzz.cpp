@@ -1,4 +1,5 @@
-// Fuzzes the OpenAI request bodies: bounded JSON, then parse_completion_request and
+// Fuzzes the OpenAI request bodies as the server reads them: parse_ordered_json (bounded,
+// linear, key order kept), then parse_completion_request and
 // parse_chat_request into SamplingParams. Whatever they accept must pass
 // SamplingParams::validate() (nothing invalid may reach the engine), and an accepted chat
 // request is rendered with the real Qwen3 chat template, with the request's own kwargs.
@@ -28,10 +29,10 @@ const lmrun::ChatTemplate& qwen3_template() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     using namespace lmrun;
     const std::string_view text(reinterpret_cast<const char*>(data), size);
-    // The server parses bodies through the bounded reader first; only then into ordered JSON.
-    if (!parse_json(text, "request body", JsonLimits{64, size_t(1) << 20}).ok()) return 0;
-    const auto body = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
-    fuzz::require(!body.is_discarded(), "what the bounded reader accepts parses");
+    Result<nlohmann::ordered_json> parsed =
+        parse_ordered_json(text, "request body", JsonLimits{256, size_t(1) << 20});
+    if (!parsed.ok()) return 0;
+    const nlohmann::ordered_json& body = parsed.value();
 
     server::CompletionRequest completion;
     if (!server::parse_completion_request(body, completion))
