@@ -183,6 +183,28 @@ TEST(CliRobustness, BadOptionValuesAreOneLineUsageErrors) {
         EXPECT_EQ(result.exit_code, 1) << options << ": " << result.output;
         EXPECT_NE(result.output.find(message), std::string::npos) << options << ": " << result.output;
     }
+    // The other subcommands share the validators (cli/cli_options.h).
+    const std::pair<std::string, std::string> other_commands[] = {
+        {"generate --model " + stories_dir() + " --prompt-ids 1 --seed -1",
+         "lmrun: --seed: -1 is not an integer in [0, 18446744073709551615] (see --help)\n"},
+        {"chat --model " + stories_dir() + " --temperature nan",
+         "lmrun: --temperature: nan is not a finite number in [0, 100] (see --help)\n"},
+        {"chat --model " + stories_dir() + " --frequency-penalty -3",
+         "--frequency-penalty: -3 is not a finite number in [-2, 2]"},
+        {"bench --model " + stories_dir() + " --kv-cache-memory -1",
+         "lmrun: --kv-cache-memory: -1 is not a finite number in [0, 1048576] (see --help)\n"},
+        {"bench --model " + stories_dir() + " --threads -1",
+         "--threads: -1 is not an integer in [0, 2147483647]"},
+        {"bench --model " + stories_dir() + " --decode-batches 1,0",
+         "--decode-batches: 0 is not an integer in [1, 16384]"},
+        {"bench --model " + stories_dir() + " --dtype float8",
+         "--dtype: float8 not in {auto,float32,bfloat16,f32,bf16}"},
+    };
+    for (const auto& [command, message] : other_commands) {
+        CommandResult result = run_lmrun(command);
+        EXPECT_EQ(result.exit_code, 1) << command << ": " << result.output;
+        EXPECT_NE(result.output.find(message), std::string::npos) << command << ": " << result.output;
+    }
     EXPECT_EQ(run_lmrun("generate").exit_code, 1);  // --model is required
     EXPECT_EQ(run_lmrun("").exit_code, 1);          // a subcommand is required
     EXPECT_EQ(run_lmrun("--help").exit_code, 0);

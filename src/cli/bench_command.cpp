@@ -404,7 +404,9 @@ CommandRunner add_bench_command(CLI::App& app) {
     command->add_option("--random", args->random_preset, "Benchmark a random-weight checkpoint: qwen3-0.6b");
     command->add_option("--random-dir", args->random_dir, "Where random checkpoints are written")
         ->capture_default_str();
-    command->add_option("--dtype", args->dtype, "auto, float32, bfloat16")->capture_default_str();
+    command->add_option("--dtype", args->dtype, "auto, float32, bfloat16")
+        ->check(CLI::IsMember({"auto", "float32", "bfloat16", "f32", "bf16"}))
+        ->capture_default_str();
     command->add_option("--prompt-lens", args->prompt_lens, "Prefill prompt lengths")
         ->delimiter(',')
         ->check(integer_range(1, int64_t(1) << 20))

@@ -47,6 +47,18 @@ CLI::Validator integer_range(int64_t min, int64_t max) {
         "INT " + bounds);
 }
 
+CLI::Validator unsigned_integer() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            uint64_t value = 0;
+            const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+            if (error != std::errc() || end != text.data() + text.size())
+                return fmt::format("{} is not an integer in [0, {}]", text, UINT64_MAX);
+            return std::string();
+        },
+        "UINT64");
+}
+
 int capped_threads(int requested) {
     cpu_set_t allowed;
     int cpus = 1;
@@ -105,7 +117,8 @@ void EngineOptions::add_to(CLI::App& app) {
     app.add_flag("--no-chunked-prefill", no_chunked_prefill, "Disable chunked prefill");
     app.add_option("--threads", threads, "Compute threads (default: one per core; at most one per CPU)")
         ->check(integer_range(0, INT32_MAX));
-    app.add_option("--engine-seed", seed, "Seed for requests without their own seed");
+    app.add_option("--engine-seed", seed, "Seed for requests without their own seed")
+        ->check(unsigned_integer());
 }
 
 EngineConfig EngineOptions::to_config() const {
@@ -149,7 +162,8 @@ void SamplingOptions::add_to(CLI::App& app) {
         ->check(finite_range(-2, 2));
     app.add_option("--frequency-penalty", params.frequency_penalty, "OpenAI frequency penalty")
         ->check(finite_range(-2, 2));
-    app.add_option("--seed", params.seed, "Per-request seed (reproducible sampling)");
+    app.add_option("--seed", params.seed, "Per-request seed (reproducible sampling)")
+        ->check(unsigned_integer());
     app.add_option("--stop", params.stop, "Stop string (repeatable); not included in the output");
     app.add_option("--stop-token-ids", stop_token_ids, "Comma-separated token ids that end a completion");
     app.add_flag("--ignore-eos", params.ignore_eos, "Do not stop at the end-of-sequence token");

@@ -50,6 +50,8 @@ Result<std::vector<int32_t>> parse_id_list(const std::string& text, const std::s
 CLI::Validator finite_range(double min, double max);
 // An integer in [min, max], with a message that says so ("-5 is not an integer >= 1").
 CLI::Validator integer_range(int64_t min, int64_t max = INT64_MAX);
+// Any unsigned 64-bit integer (a seed): CLI11 would wrap "-1" to 2^64 - 1.
+CLI::Validator unsigned_integer();
 // The compute threads to use for --threads `requested`: 0 means one per CPU this process
 // may run on; more than that is capped to it, with a warning saying so.
 int capped_threads(int requested);
