@@ -72,7 +72,7 @@ ServerMetrics::ServerMetrics(std::string model_name)
       e2e_latency_(kE2eLatencyBuckets) {
     for (FinishReason reason :
          {FinishReason::Stop, FinishReason::Length, FinishReason::Abort, FinishReason::Error}) {
-        finished_by_reason_[finish_reason_name(reason)] = 0;
+        finished_by_reason_[to_string(reason)] = 0;
     }
 }
 
@@ -99,7 +99,7 @@ void ServerMetrics::observe_inter_token_latency(double seconds) {
 void ServerMetrics::observe_finished(FinishReason reason, double e2e_seconds,
                                      double time_per_output_token_seconds) {
     std::lock_guard lock(mutex_);
-    ++finished_by_reason_[finish_reason_name(reason)];
+    ++finished_by_reason_[to_string(reason)];
     e2e_latency_.observe(e2e_seconds);
     if (time_per_output_token_seconds > 0) time_per_output_token_.observe(time_per_output_token_seconds);
 }

@@ -12,7 +12,13 @@ Json usage_json(const Usage& usage) {
 
 Json finish_reason_json(FinishReason reason) {
     if (reason == FinishReason::None) return nullptr;
-    return finish_reason_name(reason);
+    return to_string(reason);
+}
+
+Json stop_reason_json(const StopReason& reason) {
+    if (const int32_t* token_id = std::get_if<int32_t>(&reason)) return *token_id;
+    if (const std::string* stop = std::get_if<std::string>(&reason)) return *stop;
+    return nullptr;
 }
 
 Json completion_logprobs(std::span<const TokenLogprob> logprobs, const TokenTextFn& token_text,

@@ -50,8 +50,6 @@ class PromptProcessor {
   private:
     const Tokenizer* tokenizer_;
     std::optional<ChatTemplate> chat_template_;
-    std::string bos_token_;
-    std::string eos_token_;
     ModelInfo info_;
 };
 
