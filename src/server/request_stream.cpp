@@ -13,25 +13,25 @@ RequestStream::RequestStream(std::vector<std::string> engine_request_ids, int32_
 void RequestStream::push_delta(int32_t prompt_index, CompletionDelta delta) {
     if (!stream_deltas_) return;
     delta.index += prompt_index * n_;
-    {
-        std::lock_guard lock(mutex_);
-        StreamEvent event;
-        event.kind = StreamEvent::Kind::Delta;
-        event.delta = std::move(delta);
-        event.prompt_index = prompt_index;
-        events_.push_back(std::move(event));
-    }
-    ready_.notify_one();
+    StreamEvent event;
+    event.kind = StreamEvent::Kind::Delta;
+    event.delta = std::move(delta);
+    event.prompt_index = prompt_index;
+    push(std::move(event));
 }
 
 void RequestStream::push_finished(int32_t prompt_index, RequestOutput output) {
     for (CompletionOutput& completion : output.outputs) completion.index += prompt_index * n_;
+    StreamEvent event;
+    event.kind = StreamEvent::Kind::Finished;
+    event.output = std::move(output);
+    event.prompt_index = prompt_index;
+    push(std::move(event));
+}
+
+void RequestStream::push(StreamEvent event) {
     {
         std::lock_guard lock(mutex_);
-        StreamEvent event;
-        event.kind = StreamEvent::Kind::Finished;
-        event.output = std::move(output);
-        event.prompt_index = prompt_index;
         events_.push_back(std::move(event));
     }
     ready_.notify_one();

@@ -50,6 +50,8 @@ class RequestStream {
     bool wait_all(std::vector<RequestOutput>& outputs, double poll_seconds, KeepWaiting keep_waiting);
 
   private:
+    void push(StreamEvent event);
+
     const std::vector<std::string> engine_request_ids_;
     const int32_t n_;
     const bool stream_deltas_;
