@@ -1,5 +1,5 @@
-// One request's token stream and its place in the engine (nano-vLLM's Sequence).
-// token_ids = prompt tokens followed by completion tokens. The KV of
+// One completion's token stream and its place in the engine (nano-vLLM's Sequence; a
+// request with n > 1 has n of them). token_ids = prompt tokens followed by completion tokens. The KV of
 // token_ids[0, num_computed_tokens) is in the paged cache, in the blocks listed by
 // block_table (block i holds tokens [i * block_size, (i + 1) * block_size)).
 // The scheduler and block manager own the status/computed/block fields; the
