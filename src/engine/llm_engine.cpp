@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "core/logging.h"
 #include "core/parallel.h"
@@ -54,10 +55,11 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(const EngineConfig& config)
         engine->runner_->num_kv_blocks(), runner_config.block_size, config.enable_prefix_caching,
         config.block_hash_fn ? config.block_hash_fn : &default_block_hash);
     engine->eos_token_ids_ = model_config.eos_token_ids;
-    if (engine->tokenizer_ && engine->tokenizer_->eos_token_id() &&
-        std::count(engine->eos_token_ids_.begin(), engine->eos_token_ids_.end(),
-                   *engine->tokenizer_->eos_token_id()) == 0) {
-        engine->eos_token_ids_.push_back(*engine->tokenizer_->eos_token_id());
+    const std::optional<int32_t> tokenizer_eos =
+        engine->tokenizer_ ? engine->tokenizer_->eos_token_id() : std::nullopt;
+    if (tokenizer_eos &&
+        std::count(engine->eos_token_ids_.begin(), engine->eos_token_ids_.end(), *tokenizer_eos) == 0) {
+        engine->eos_token_ids_.push_back(*tokenizer_eos);
     }
     SchedulerConfig scheduler_config;
     scheduler_config.max_num_seqs = runner_config.max_num_seqs;

@@ -151,7 +151,7 @@ void LLMEngine::process_finished(Sequence& seq, std::vector<RequestOutput>& fini
     output.finished = true;
     output.metrics = request.metrics;
     finished_outputs.push_back(std::move(output));
-    requests_.erase(request.id);
+    requests_.erase(finished_outputs.back().request_id);  // not request.id: erase destroys it
 }
 
 bool LLMEngine::abort_request(const std::string& request_id) {

@@ -119,8 +119,8 @@ struct PrefillTile {
         const int64_t first_pos = a.context_lens[w.seq] - q_len + w.token_begin;
         const int64_t num_keys = min_i64(first_pos + w.num_tokens, w.key_end);
         // Scratch: vectors first (64-byte aligned), then the rows.
-        auto* keys_t =
-            reinterpret_cast<__m512i*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t(63));
+        const size_t misalignment = reinterpret_cast<uintptr_t>(scratch) % 64;
+        auto* keys_t = reinterpret_cast<__m512i*>(scratch + (misalignment ? (64 - misalignment) / 4 : 0));
         __m512i* values_i = keys_t + kPairs;  // [8 pairs][2 kPairVecs]
         auto* row_base = reinterpret_cast<float*>(values_i + 8 * 2 * kPairVecs);
         Rows t;

@@ -13,7 +13,7 @@ namespace {
 // 16 lanes (one 64-output tile); a tile at the end of the outputs stores only its first count
 // lanes (count >= 64 stores all of them).
 inline void store_tile_outputs(const __m512* acc, int64_t count, const float* bias, float* out) {
-    for (int j = 0; j < 4; ++j) {
+    for (int64_t j = 0; j < 4; ++j) {
         const int64_t left = count - 16 * j;
         if (left <= 0) break;
         const __mmask16 mask = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);

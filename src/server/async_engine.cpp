@@ -135,6 +135,7 @@ void AsyncEngine::run() {
         for (const std::string& id : aborts) abort_request(id);
         if (abort_everything) {
             std::vector<std::string> ids;
+            ids.reserve(trackers_.size());
             for (const auto& [id, tracker] : trackers_) ids.push_back(id);
             for (const std::string& id : ids) abort_request(id);
         }

@@ -112,6 +112,7 @@ bool provide_chunks(EndpointContext& context, StreamState& state, httplib::DataS
     }
     for (std::optional<StreamEvent> event = state.stream->pop(kPollSeconds); event;
          event = state.stream->pop(0)) {
+        // NOLINTNEXTLINE(bugprone-unchecked-optional-access): the loop condition checks it
         out += format_event(state, *event, token_text);
         if (out.size() > (1 << 16)) break;
     }
@@ -132,7 +133,8 @@ bool provide_chunks(EndpointContext& context, StreamState& state, httplib::DataS
     return true;
 }
 
-void respond_streaming(EndpointContext& context, std::shared_ptr<StreamState> state, httplib::Response& res) {
+void respond_streaming(EndpointContext& context, const std::shared_ptr<StreamState>& state,
+                       httplib::Response& res) {
     res.set_header("Cache-Control", "no-cache");
     res.set_header("X-Accel-Buffering", "no");
     AsyncEngine* engine = &context.engine;
@@ -229,7 +231,7 @@ void respond_generation(EndpointContext& context, GenerationPlan plan, httplib::
     state->started.assign(num_choices, false);
     state->plan = std::move(plan);
     state->stream = std::move(stream);
-    respond_streaming(context, std::move(state), res);
+    respond_streaming(context, state, res);
 }
 
 }  // namespace lmrun::server

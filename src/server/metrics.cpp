@@ -64,7 +64,7 @@ void Histogram::render(const std::string& name, const std::string& labels, std::
     out += fmt::format("{}_count{{{}}} {}\n", name, labels, count_);
 }
 
-ServerMetrics::ServerMetrics(std::string model_name)
+ServerMetrics::ServerMetrics(const std::string& model_name)
     : labels_("model_name=\"" + escape_label_value(model_name) + "\""),
       time_to_first_token_(kTimeToFirstTokenBuckets),
       inter_token_latency_(kTokenLatencyBuckets),
