@@ -2,9 +2,7 @@
 // appended to the history, rendered with the model's chat template and
 // answered with tokens streamed as they are generated.
 // Commands: /reset clears the history, /exit (or end of input) quits.
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "cli/cli_options.h"
 #include "cli/commands.h"
@@ -26,21 +24,16 @@ struct ChatArgs {
 };
 
 Status install_template(LLM& llm, const ChatArgs& args) {
-    std::string source;
-    if (!args.chat_template_file.empty()) {
-        std::ifstream in(args.chat_template_file);
-        if (!in) return make_error("{}: cannot open chat template", args.chat_template_file);
-        std::stringstream buffer;
-        buffer << in.rdbuf();
-        source = buffer.str();
+    // The tokenizer's own template was loaded by the LLM; a file replaces it.
+    LMRUN_ASSIGN_OR_RETURN(std::optional<ChatTemplate> from_file,
+                           load_chat_template(args.chat_template_file, nullptr));
+    if (from_file) {
+        llm.set_chat_template(std::move(*from_file));
     } else if (!llm.has_chat_template()) {
         log_warn("the tokenizer has no chat_template; using plain text turns (pass --chat-template FILE)");
-        source = kPlainTemplate;
-    } else {
-        return ok_status();
+        LMRUN_ASSIGN_OR_RETURN(ChatTemplate plain, ChatTemplate::parse(kPlainTemplate));
+        llm.set_chat_template(std::move(plain));
     }
-    LMRUN_ASSIGN_OR_RETURN(ChatTemplate chat_template, ChatTemplate::parse(source));
-    llm.set_chat_template(std::move(chat_template));
     return ok_status();
 }
 

@@ -4,8 +4,6 @@
 // and exits 0. Logs "listening on http://HOST:PORT" once it accepts requests.
 #include <csignal>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include <pthread.h>
@@ -33,29 +31,20 @@ std::string default_model_name(const std::string& model_dir) {
     return path.filename().string();
 }
 
-Result<std::optional<ChatTemplate>> load_chat_template(const ServeArgs& args, const Tokenizer* tokenizer) {
-    if (!args.chat_template_file.empty()) {
-        std::ifstream in(args.chat_template_file);
-        if (!in) return make_error("{}: cannot open chat template", args.chat_template_file);
-        std::stringstream source;
-        source << in.rdbuf();
-        LMRUN_ASSIGN_OR_RETURN(ChatTemplate chat_template, ChatTemplate::parse(source.str()));
-        return std::optional<ChatTemplate>(std::move(chat_template));
-    }
-    if (!tokenizer || !tokenizer->tokenizer_config().contains("chat_template")) {
-        log_warn("no chat template: /v1/chat/completions answers 400 (pass --chat-template FILE)");
-        return std::optional<ChatTemplate>();
-    }
+Result<std::optional<ChatTemplate>> load_served_chat_template(const ServeArgs& args,
+                                                              const Tokenizer* tokenizer) {
     LMRUN_ASSIGN_OR_RETURN(
-        ChatTemplate chat_template,
-        ChatTemplate::from_tokenizer_config(tokenizer->tokenizer_config(), "tokenizer_config.json"));
-    return std::optional<ChatTemplate>(std::move(chat_template));
+        std::optional<ChatTemplate> chat_template,
+        load_chat_template(args.chat_template_file, tokenizer ? &tokenizer->tokenizer_config() : nullptr));
+    if (!chat_template)
+        log_warn("no chat template: /v1/chat/completions answers 400 (pass --chat-template FILE)");
+    return chat_template;
 }
 
 // SIGINT/SIGTERM are blocked in every thread and taken here, where a shutdown may block.
 void watch_signals(const sigset_t& signals, const std::atomic<bool>& serving, server::HttpServer& http,
                    double grace_seconds) {
-    const timespec poll = {0, 200 * 1000 * 1000};
+    const timespec poll = {0, 200'000'000};  // 200 ms
     while (serving) {
         int signal = sigtimedwait(&signals, nullptr, &poll);
         if (signal < 0) continue;
@@ -76,7 +65,7 @@ int run_serve(ServeArgs& args) {
 
     auto engine = LLMEngine::create(args.engine.to_config());
     if (!engine.ok()) return log_error("{}", engine.error().message), 1;
-    auto chat_template = load_chat_template(args, engine.value()->tokenizer());
+    auto chat_template = load_served_chat_template(args, engine.value()->tokenizer());
     if (!chat_template.ok()) return log_error("{}", chat_template.error().message), 2;
     server::ModelInfo info;
     info.served_name =

@@ -10,12 +10,8 @@ Result<std::unique_ptr<LLM>> LLM::create(const EngineConfig& config) {
     std::unique_ptr<LLM> llm(new LLM());
     LMRUN_ASSIGN_OR_RETURN(llm->engine_, LLMEngine::create(config));
     const Tokenizer* tokenizer = llm->engine_->tokenizer();
-    if (tokenizer && tokenizer->tokenizer_config().contains("chat_template")) {
-        LMRUN_ASSIGN_OR_RETURN(
-            ChatTemplate chat_template,
-            ChatTemplate::from_tokenizer_config(tokenizer->tokenizer_config(), "tokenizer_config.json"));
-        llm->chat_template_ = std::move(chat_template);
-    }
+    LMRUN_ASSIGN_OR_RETURN(llm->chat_template_,
+                           load_chat_template("", tokenizer ? &tokenizer->tokenizer_config() : nullptr));
     return llm;
 }
 

@@ -43,7 +43,7 @@ class LLM {
   public:
     static Result<std::unique_ptr<LLM>> create(const EngineConfig& config);
 
-    // One SamplingParams for all prompts, or one per prompt.
+    // One SamplingParams for all prompts, or one per prompt; outputs[i] answers prompts[i].
     Result<std::vector<RequestOutput>> generate(const std::vector<Prompt>& prompts,
                                                 const SamplingParams& params,
                                                 const GenerateOptions& options = {});

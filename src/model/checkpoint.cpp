@@ -2,26 +2,16 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "core/json_io.h"
 
 namespace lmrun {
 namespace {
 
 namespace fs = std::filesystem;
-
-Result<nlohmann::json> read_json(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return make_error("{}: cannot open", path);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    nlohmann::json json = nlohmann::json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
-    if (json.is_discarded()) return make_error("{}: malformed JSON", path);
-    return json;
-}
 
 // weight_map as tensor name -> shard file name, validated.
 Result<std::map<std::string, std::string>> parse_weight_map(const nlohmann::json& index,
@@ -74,7 +64,7 @@ Status Checkpoint::open_single(const std::string& path) {
 }
 
 Status Checkpoint::open_sharded(const std::string& index_path) {
-    LMRUN_ASSIGN_OR_RETURN(nlohmann::json index, read_json(index_path));
+    LMRUN_ASSIGN_OR_RETURN(nlohmann::json index, read_json_file(index_path));
     LMRUN_ASSIGN_OR_RETURN(auto weight_map, parse_weight_map(index, index_path));
     std::map<std::string, size_t> file_index_by_shard;
     for (const auto& [name, shard] : weight_map) {

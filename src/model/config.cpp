@@ -1,8 +1,8 @@
 #include "model/config.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include "core/json_io.h"
 
 namespace lmrun {
 namespace {
@@ -212,12 +212,7 @@ Result<ModelConfig> load_model_config(const std::string& model_dir) {
     if (!std::filesystem::is_directory(model_dir, error))
         return make_error("{}: model folder not found (or not a directory)", model_dir);
     std::string path = (std::filesystem::path(model_dir) / "config.json").string();
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return make_error("{}: cannot open config file (missing config.json?)", path);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    nlohmann::json json = nlohmann::json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
-    if (json.is_discarded()) return make_error("{}: malformed JSON", path);
+    LMRUN_ASSIGN_OR_RETURN(nlohmann::json json, read_json_file(path));
     return parse_model_config(json, path);
 }
 

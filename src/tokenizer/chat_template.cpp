@@ -1,5 +1,8 @@
 #include "tokenizer/chat_template.h"
 
+#include <fstream>
+#include <sstream>
+
 #include "tokenizer/jinja/interpreter.h"
 #include "tokenizer/jinja/parser.h"
 
@@ -47,6 +50,24 @@ Result<ChatTemplate> ChatTemplate::from_tokenizer_config(const nlohmann::ordered
     auto parsed = parse(source->get<std::string>());
     if (!parsed.ok()) return make_error("{}: {}", source_name, parsed.error().message);
     return parsed;
+}
+
+Result<std::optional<ChatTemplate>> load_chat_template(const std::string& template_file,
+                                                       const nlohmann::json* tokenizer_config) {
+    if (!template_file.empty()) {
+        std::ifstream in(template_file, std::ios::binary);
+        if (!in) return make_error(ErrorKind::NotFound, "{}: cannot open chat template", template_file);
+        std::stringstream source;
+        source << in.rdbuf();
+        auto parsed = ChatTemplate::parse(source.str());
+        if (!parsed.ok()) return make_error("{}: {}", template_file, parsed.error().message);
+        return std::optional<ChatTemplate>(std::move(parsed).value());
+    }
+    if (tokenizer_config == nullptr || !tokenizer_config->contains("chat_template"))
+        return std::optional<ChatTemplate>();
+    LMRUN_ASSIGN_OR_RETURN(ChatTemplate chat_template,
+                           ChatTemplate::from_tokenizer_config(*tokenizer_config, "tokenizer_config.json"));
+    return std::optional<ChatTemplate>(std::move(chat_template));
 }
 
 Result<std::string> ChatTemplate::apply(const nlohmann::json& messages, const ChatTemplateOptions& options,

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -58,5 +59,11 @@ class ChatTemplate {
     std::shared_ptr<const std::string> source_;
     std::shared_ptr<const jinja::Template> template_;
 };
+
+// The one way a model's chat template is found (LLM, `lmrun chat`, `lmrun serve`): the text of
+// `template_file` when one is given, else the "chat_template" of `tokenizer_config` (may be
+// null), else none (std::nullopt). Errors: the file cannot be read, or the template is invalid.
+Result<std::optional<ChatTemplate>> load_chat_template(const std::string& template_file,
+                                                       const nlohmann::json* tokenizer_config);
 
 }  // namespace lmrun

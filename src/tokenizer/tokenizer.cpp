@@ -1,9 +1,8 @@
 #include "tokenizer/tokenizer.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "core/json_io.h"
 #include "core/logging.h"
 #include "core/timer.h"
 #include "tokenizer/tokenizer_json.h"
@@ -12,16 +11,6 @@
 namespace lmrun {
 
 namespace {
-
-Result<nlohmann::json> read_json(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return make_error("{}: cannot open file", path);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    nlohmann::json parsed = nlohmann::json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_discarded()) return make_error("{}: malformed JSON", path);
-    return parsed;
-}
 
 // tokenizer_config stores special tokens as a string or as {"content": ...}.
 std::optional<std::string> config_token(const nlohmann::json& config, const char* key) {
@@ -43,7 +32,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_file(const std::string& token
     const auto config_path =
         std::filesystem::path(tokenizer_json_path).parent_path() / "tokenizer_config.json";
     if (std::filesystem::exists(config_path)) {
-        LMRUN_ASSIGN_OR_RETURN(config, read_json(config_path.string()));
+        LMRUN_ASSIGN_OR_RETURN(config, read_json_file(config_path.string()));
     }
     std::optional<BpeTables> tables;
     if (tokenizer_json.has_tables) tables = std::move(tokenizer_json.tables);
