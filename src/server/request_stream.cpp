@@ -1,7 +1,5 @@
 #include "server/request_stream.h"
 
-#include <chrono>
-
 namespace lmrun::server {
 
 RequestStream::RequestStream(std::vector<std::string> engine_request_ids, int32_t num_completions_per_prompt,
@@ -9,6 +7,16 @@ RequestStream::RequestStream(std::vector<std::string> engine_request_ids, int32_
     : engine_request_ids_(std::move(engine_request_ids)),
       n_(num_completions_per_prompt),
       stream_deltas_(stream_deltas) {}
+
+void RequestStream::push(StreamEvent event) {
+    std::function<void()> wake;
+    {
+        std::lock_guard lock(mutex_);
+        events_.push_back(std::move(event));
+        wake.swap(wake_);
+    }
+    if (wake) wake();
+}
 
 void RequestStream::push_delta(int32_t prompt_index, CompletionDelta delta) {
     if (!stream_deltas_) return;
@@ -29,18 +37,10 @@ void RequestStream::push_finished(int32_t prompt_index, RequestOutput output) {
     push(std::move(event));
 }
 
-void RequestStream::push(StreamEvent event) {
-    {
-        std::lock_guard lock(mutex_);
-        events_.push_back(std::move(event));
-    }
-    ready_.notify_one();
-}
-
-std::optional<StreamEvent> RequestStream::pop(double timeout_seconds) {
-    std::unique_lock lock(mutex_);
-    if (!ready_.wait_for(lock, std::chrono::duration<double>(timeout_seconds),
-                         [&] { return !events_.empty(); })) {
+std::optional<StreamEvent> RequestStream::try_pop(std::function<void()> wake) {
+    std::lock_guard lock(mutex_);
+    if (events_.empty()) {
+        if (wake) wake_ = std::move(wake);
         return std::nullopt;
     }
     StreamEvent event = std::move(events_.front());
