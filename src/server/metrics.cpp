@@ -162,9 +162,9 @@ std::string ServerMetrics::render() const {
     for (const auto& [status, count] : http_responses_) {
         out += fmt::format("lmrun:http_responses_total{{{},status=\"{}\"}} {}\n", labels_, status, count);
     }
-    header(out, "lmrun:http_connections_dropped", "counter",
-           "Connections closed for not sending a whole request in time (--request-timeout).");
-    line("lmrun:http_connections_dropped_total", dropped_connections_);
+    counter("lmrun:http_connections_dropped",
+            "Connections closed for not sending a whole request in time (--request-timeout).",
+            dropped_connections_);
     return out;
 }
 
