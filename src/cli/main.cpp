@@ -5,11 +5,14 @@
 //   lmrun serve --model DIR                       OpenAI-compatible HTTP server
 // and, not for users, `lmrun worker ...`: a tensor-parallel worker rank that rank 0 started
 // (parallel/worker_main.h); under mpirun every rank but 0 serves rank 0 from there too.
+// Exit codes (cli/exit_codes.h, documented in the README): 0 success, 1 bad input or
+// usage, 2 model/checkpoint/tokenizer/template problem, 3 not enough resources, 4 run-time failure.
 #include <cstdio>
 #include <map>
 
 #include "cli/cli_options.h"
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
 #include "parallel/worker_main.h"
 
 int main(int argc, char** argv) {
@@ -25,9 +28,11 @@ int main(int argc, char** argv) {
     std::vector<std::string> args = lmrun::cli::expand_option_aliases(argc, argv);
     std::vector<char*> expanded_argv;
     for (std::string& arg : args) expanded_argv.push_back(arg.data());
-    CLI11_PARSE(app, int(expanded_argv.size()), expanded_argv.data());
+    if (std::optional<int> exit_code =
+            lmrun::cli::parse_command_line(app, int(expanded_argv.size()), expanded_argv.data()))
+        return *exit_code;
     for (auto& [name, run] : commands) {
         if (app.got_subcommand(name)) return run();
     }
-    return 1;
+    return lmrun::cli::kExitUsage;
 }

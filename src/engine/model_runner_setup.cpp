@@ -65,8 +65,15 @@ Status ModelRunner::allocate_kv_cache() {
     // the ranks of this machine share its available memory.
     int64_t budget = config_.kv_cache_memory_bytes;
     int64_t ranks_paying = group_.size();
+    const int64_t available = available_memory_bytes();
+    if (budget > available) {
+        constexpr double kGiB = double(int64_t(1) << 30);
+        return make_error(ErrorKind::ResourceExhausted,
+                          "a KV cache of {:.1f} GiB was asked for, {:.1f} GiB available",
+                          double(budget) / kGiB, double(available) / kGiB);
+    }
     if (budget <= 0) {
-        budget = int64_t(double(available_memory_bytes()) * config_.kv_cache_memory_fraction);
+        budget = int64_t(double(available) * config_.kv_cache_memory_fraction);
         ranks_paying = config_.ranks_sharing_memory;
     }
     // No more blocks than max_num_seqs sequences of max_model_len tokens could ever use.
@@ -76,7 +83,8 @@ Status ModelRunner::allocate_kv_cache() {
     if (group_.failed())
         return make_error(ErrorKind::Unavailable, "a tensor-parallel rank failed during start-up");
     if (shape.num_blocks < 1) {
-        return make_error("KV cache budget of {} bytes is smaller than one block ({} bytes of {} tokens)",
+        return make_error(ErrorKind::ResourceExhausted,
+                          "KV cache budget of {} bytes is smaller than one block ({} bytes of {} tokens)",
                           budget, bytes_per_block, config_.block_size);
     }
     kv_cache_ = std::make_unique<KvCache>(shape);

@@ -36,6 +36,11 @@ struct ActivationBuffers {
     Tensor local_logits;  // [L, vocab_local]: this rank's columns, before the gather (tensor parallelism)
 
     size_t nbytes() const;
+    // What the constructor would allocate, in bytes (as a double: it is checked against the
+    // memory available before anything is allocated, and may be absurd).
+    static double planned_nbytes(const ModelConfig& config, int64_t max_num_tokens,
+                                 int64_t max_num_logit_rows, int64_t num_heads_local,
+                                 int64_t num_kv_heads_local, int64_t intermediate_local);
 };
 
 }  // namespace lmrun
