@@ -9,13 +9,10 @@ namespace {
 
 struct alignas(64) StepHeader {
     MessageKind kind = MessageKind::Step;
-    uint32_t is_prefill = 0;
     uint32_t linear_path = 0;
     int64_t num_tokens = 0;
     int64_t num_padded_tokens = 0;
     int64_t num_seqs = 0;
-    int64_t max_seqlen_q = 0;
-    int64_t max_seqlen_k = 0;
     int64_t max_blocks_per_seq = 0;
     int64_t num_logit_rows = 0;
 };
@@ -35,7 +32,7 @@ ArrayLengths lengths_of(const StepHeader& header) {
 }
 
 size_t message_bytes(const ArrayLengths& n) {
-    return sizeof(StepHeader) + 3 * array_bytes(n.tokens) + 2 * array_bytes(n.seqs_plus_one) +
+    return sizeof(StepHeader) + 3 * array_bytes(n.tokens) + array_bytes(n.seqs_plus_one) +
            array_bytes(n.seqs) + array_bytes(n.block_table) + array_bytes(n.logit_rows);
 }
 
@@ -50,13 +47,10 @@ size_t max_step_message_bytes(int64_t max_tokens, int64_t max_seqs, int64_t max_
 size_t encode_step(const ForwardContext& context, std::span<const int32_t> logit_rows,
                    std::span<std::byte> out) {
     StepHeader header;
-    header.is_prefill = context.is_prefill ? 1 : 0;
     header.linear_path = uint32_t(context.linear_path);
     header.num_tokens = context.num_tokens;
     header.num_padded_tokens = context.num_padded_tokens;
     header.num_seqs = context.num_seqs;
-    header.max_seqlen_q = context.max_seqlen_q;
-    header.max_seqlen_k = context.max_seqlen_k;
     header.max_blocks_per_seq = context.max_blocks_per_seq;
     header.num_logit_rows = int64_t(logit_rows.size());
     const ArrayLengths n = lengths_of(header);
@@ -74,7 +68,6 @@ size_t encode_step(const ForwardContext& context, std::span<const int32_t> logit
     put(context.positions, n.tokens);
     put(context.slot_mapping, n.tokens);
     put(context.cu_seqlens_q, n.seqs_plus_one);
-    put(context.cu_seqlens_k, n.seqs_plus_one);
     put(context.context_lens, n.seqs);
     put(context.block_tables, n.block_table);
     put(logit_rows.data(), n.logit_rows);
@@ -97,13 +90,10 @@ ReceivedStep decode_step(std::span<const std::byte> message) {
     const ArrayLengths n = lengths_of(header);
     LMRUN_CHECK(message_bytes(n) == message.size(), "step message size does not match its header");
     ForwardContext& context = step.context;
-    context.is_prefill = header.is_prefill != 0;
     context.linear_path = LinearPath(header.linear_path);
     context.num_tokens = header.num_tokens;
     context.num_padded_tokens = header.num_padded_tokens;
     context.num_seqs = header.num_seqs;
-    context.max_seqlen_q = header.max_seqlen_q;
-    context.max_seqlen_k = header.max_seqlen_k;
     context.max_blocks_per_seq = header.max_blocks_per_seq;
     const std::byte* cursor = message.data() + sizeof(StepHeader);
     auto take = [&](int64_t count) {
@@ -115,7 +105,6 @@ ReceivedStep decode_step(std::span<const std::byte> message) {
     context.positions = take(n.tokens);
     context.slot_mapping = take(n.tokens);
     context.cu_seqlens_q = take(n.seqs_plus_one);
-    context.cu_seqlens_k = take(n.seqs_plus_one);
     context.context_lens = take(n.seqs);
     context.block_tables = take(n.block_table);
     step.logit_rows = std::span<const int32_t>(take(n.logit_rows), size_t(n.logit_rows));

@@ -1,6 +1,6 @@
 // What rank 0 sends the other ranks for each step: the ForwardContext that prepare_prefill /
 // prepare_decode built (its sizes, and the arrays input_ids, positions, slot_mapping,
-// cu_seqlens_q/k, context_lens, block_tables) and the token rows whose logits are wanted.
+// cu_seqlens_q, context_lens, block_tables) and the token rows whose logits are wanted.
 // Plain int32 arrays behind a fixed header, each on a 64-byte boundary, so a worker's
 // ForwardContext points straight into the received message: no objects are serialised and
 // nothing is copied on the receiving side. Rank 0 is trusted: sizes are checked as invariants.
