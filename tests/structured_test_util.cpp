@@ -1,5 +1,7 @@
 #include "structured_test_util.h"
 
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -196,6 +198,57 @@ std::shared_ptr<const structured::TokenVocabulary> qwen3_vocabulary() {
         return built.ok() ? built.value() : nullptr;
     }();
     return vocabulary;
+}
+
+std::vector<ValidationResult> validate_with_python(
+    const std::vector<std::pair<nlohmann::ordered_json, std::string>>& records) {
+    const std::string input = make_temp_dir("validate_json") + "/records.jsonl";
+    {
+        std::ofstream out(input);
+        for (const auto& [schema, text] : records)
+            out << nlohmann::ordered_json{{"schema", schema}, {"text", text}}.dump() << "\n";
+    }
+    const std::string command =
+        std::string("python3 ") + LMRUN_SOURCE_DIR + "/tests/structured/validate_json.py " + input;
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+    if (!pipe) throw std::runtime_error("cannot run " + command);
+    std::vector<ValidationResult> results;
+    std::string line;
+    for (int c; (c = fgetc(pipe.get())) != EOF;) {
+        if (c != '\n') {
+            line.push_back(char(c));
+            continue;
+        }
+        auto parsed = nlohmann::json::parse(line);
+        results.push_back({parsed["valid"].get<bool>(), parsed["error"].get<std::string>()});
+        line.clear();
+    }
+    if (results.size() != records.size())
+        throw std::runtime_error("the validator answered " + std::to_string(results.size()) + " of " +
+                                 std::to_string(records.size()));
+    return results;
+}
+
+std::string random_generation(structured::GrammarMatcher& matcher, std::mt19937_64& rng, int max_steps,
+                              bool& terminated, double end_probability) {
+    const auto& vocabulary = matcher.vocabulary();
+    std::string text;
+    terminated = false;
+    for (int step = 0; step < max_steps; ++step) {
+        const std::vector<int32_t> allowed = mask_ids(fast_mask(matcher));
+        std::vector<int32_t> text_tokens, end_tokens;
+        for (int32_t id : allowed) (vocabulary.is_end_token(id) ? end_tokens : text_tokens).push_back(id);
+        if (!end_tokens.empty() &&
+            (text_tokens.empty() || std::uniform_real_distribution<double>(0, 1)(rng) < end_probability)) {
+            terminated = matcher.accept_token(end_tokens[0]);
+            return text;
+        }
+        if (text_tokens.empty()) return text;  // a dead end: the caller's check fails
+        const int32_t token = text_tokens[rng() % text_tokens.size()];
+        if (!matcher.accept_token(token)) return text;
+        text += vocabulary.token_bytes(token);
+    }
+    return text;
 }
 
 std::shared_ptr<const structured::CompiledGrammar> compile_or_die(

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "structured/compiled_grammar.h"
 #include "structured/grammar.h"
 #include "structured/grammar_matcher.h"
@@ -33,6 +35,21 @@ std::shared_ptr<const structured::TokenVocabulary> random_vocabulary(const std::
 
 // The real Qwen3 vocabulary (151,936 rows), built once; EOS = <|im_end|>, <|endoftext|>.
 std::shared_ptr<const structured::TokenVocabulary> qwen3_vocabulary();
+
+struct ValidationResult {
+    bool valid = false;
+    std::string error;
+};
+// Each (schema, text) checked by tests/structured/validate_json.py: the text parses as
+// JSON and validates (python3-jsonschema, formats checked).
+std::vector<ValidationResult> validate_with_python(
+    const std::vector<std::pair<nlohmann::ordered_json, std::string>>& records);
+
+// A random generation: at each step a token drawn uniformly from the mask (an end
+// token with probability `end_probability` where allowed). Returns the text;
+// `terminated` tells whether an end token was accepted within max_steps.
+std::string random_generation(structured::GrammarMatcher& matcher, std::mt19937_64& rng, int max_steps,
+                              bool& terminated, double end_probability = 0.3);
 
 // Compiles or fails the test.
 std::shared_ptr<const structured::CompiledGrammar> compile_or_die(

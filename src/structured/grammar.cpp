@@ -171,6 +171,10 @@ RuleId Grammar::add_rule(std::string_view name, ExprId body) {
     return rule;
 }
 
+void Grammar::set_excluded_words(RuleId rule, std::vector<std::string> words) {
+    rules_[size_t(rule)].excluded_words = std::move(words);
+}
+
 void Grammar::set_ref_target(ExprId ref, RuleId rule) {
     LMRUN_CHECK(exprs_[size_t(ref)].kind == ExprKind::RuleRef, "not a rule reference");
     exprs_[size_t(ref)].rule = rule;
@@ -246,7 +250,10 @@ std::string Grammar::to_ebnf() const {
     std::string out;
     auto print_rule = [&](RuleId id) {
         const Rule& r = rule(id);
-        out += r.name + " ::= " + (r.body >= 0 ? expr_to_ebnf(r.body) : "[]") + "\n";
+        out += r.name + " ::= " + (r.body >= 0 ? expr_to_ebnf(r.body) : "[]");
+        if (!r.excluded_words.empty())
+            out += fmt::format("  # minus {} exact words", r.excluded_words.size());
+        out += "\n";
     };
     if (root_ >= 0) print_rule(root_);
     for (RuleId id = 0; id < num_rules(); ++id) {

@@ -45,6 +45,10 @@ struct Expr {
 struct Rule {
     std::string name;
     ExprId body = -1;  // -1 until defined
+    // Exact byte strings the rule must not match even though its body does (object
+    // keys that would repeat a declared property). Only for rules without recursion
+    // or calls inside; such a rule is never inlined.
+    std::vector<std::string> excluded_words;
 };
 
 class Grammar {
@@ -68,6 +72,7 @@ class Grammar {
     RuleId add_rule(std::string_view name);
     RuleId add_rule(std::string_view name, ExprId body);
     void set_body(RuleId rule, ExprId body);
+    void set_excluded_words(RuleId rule, std::vector<std::string> words);
     // Points a reference at another rule (parsers resolving forward references).
     void set_ref_target(ExprId ref, RuleId rule);
     // -1 if no rule has this exact name.

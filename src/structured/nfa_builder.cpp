@@ -100,6 +100,7 @@ class NfaBuilder {
             const Pending job = pending_[next];
             RuleNfa nfa;
             nfa.name = job.name;
+            nfa.excluded_words = job.excluded_words;
             nfa.num_states = 2;
             current_ = &nfa;
             LMRUN_RETURN_IF_ERROR(build_expr(job.body, 0, 1, 0));
@@ -113,6 +114,7 @@ class NfaBuilder {
     struct Pending {
         ExprId body;
         std::string name;
+        std::vector<std::string> excluded_words;
     };
 
     void collect_refs(ExprId id, std::vector<RuleId>& out) const {
@@ -137,7 +139,8 @@ class NfaBuilder {
                     size = saturating_add(size, 3 * int64_t(utf8_sequences(range).size()));
                 break;
             case ExprKind::RuleRef:
-                size = recursive_[size_t(e.rule)] || automaton_rule_of_rule_[size_t(e.rule)] >= 0
+                size = recursive_[size_t(e.rule)] || automaton_rule_of_rule_[size_t(e.rule)] >= 0 ||
+                               !grammar_.rule(e.rule).excluded_words.empty()
                            ? 1
                            : size_of(grammar_.rule(e.rule).body);
                 break;
@@ -160,14 +163,15 @@ class NfaBuilder {
         int32_t& id = automaton_rule_of_rule_[size_t(rule)];
         if (id < 0) {
             id = int32_t(pending_.size());
-            pending_.push_back({grammar_.rule(rule).body, grammar_.rule(rule).name});
+            pending_.push_back(
+                {grammar_.rule(rule).body, grammar_.rule(rule).name, grammar_.rule(rule).excluded_words});
         }
         return id;
     }
 
     int32_t call_repeat_body(ExprId body) {
         auto [it, inserted] = automaton_rule_of_expr_.try_emplace(body, int32_t(pending_.size()));
-        if (inserted) pending_.push_back({body, "repeated-" + std::to_string(body)});
+        if (inserted) pending_.push_back({body, "repeated-" + std::to_string(body), {}});
         return it->second;
     }
 
@@ -265,6 +269,7 @@ class NfaBuilder {
                 return build_class(e.ranges, from, to);
             case ExprKind::RuleRef: {
                 const bool call = recursive_[size_t(e.rule)] ||
+                                  !grammar_.rule(e.rule).excluded_words.empty() ||
                                   automaton_rule_of_rule_[size_t(e.rule)] >= 0 || depth > kMaxInlineDepth ||
                                   size_of(grammar_.rule(e.rule).body) > limits_.inline_limit;
                 if (call) {

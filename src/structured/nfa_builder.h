@@ -32,6 +32,7 @@ struct RuleNfa {
     int32_t start = 0;
     int32_t accept = 1;
     std::vector<NfaEdge> edges;
+    std::vector<std::string> excluded_words;  // see Rule::excluded_words
 };
 
 // Rule 0 of the result is the grammar's root.

@@ -72,6 +72,13 @@ class AutomatonBuilder {
                 boundary[edge.first] = true;
                 boundary[size_t(edge.last) + 1] = true;
             }
+            // Bytes of excluded words get classes of their own: the word trie follows single bytes.
+            for (const std::string& word : nfa.excluded_words) {
+                for (char c : word) {
+                    boundary[static_cast<uint8_t>(c)] = true;
+                    boundary[size_t(static_cast<uint8_t>(c)) + 1] = true;
+                }
+            }
         }
         int32_t cls = -1;
         for (int b = 0; b < 256; ++b) {
@@ -100,6 +107,12 @@ class AutomatonBuilder {
         std::sort(states.begin(), states.end());
     }
 
+    // Keys of rules with excluded words end with -2 - (trie node), or -1 once off the trie.
+    static int32_t trie_marker(int32_t node) { return node < 0 ? -1 : -2 - node; }
+    static int32_t trie_node_of(const std::vector<int32_t>& key) {
+        return key.empty() || key.back() >= 0 ? -1 : key.back() == -1 ? -1 : -2 - key.back();
+    }
+
     Result<int32_t> intern(const std::vector<int32_t>& key, int32_t rule, const RuleNfa& nfa,
                            std::vector<int32_t>& worklist) {
         auto found = state_ids_.find(key);
@@ -110,7 +123,9 @@ class AutomatonBuilder {
                               limits_.max_dfa_states);
         }
         const int32_t id = pda_.num_states();
-        const bool final = std::binary_search(key.begin(), key.end(), nfa.accept);
+        const int32_t node = trie_node_of(key);
+        const bool final = std::find(key.begin(), key.end(), nfa.accept) != key.end() &&
+                           !(node >= 0 && word_trie_[size_t(node)].is_word);
         pda_.state_flags_.push_back(final ? PushdownAutomaton::kFinal : 0);
         pda_.rule_of_state_.push_back(rule);
         pda_.transitions_.resize(pda_.transitions_.size() + size_t(pda_.num_byte_classes_), -1);
@@ -121,8 +136,49 @@ class AutomatonBuilder {
         return id;
     }
 
+    // The trie of a rule's excluded words (node 0 = the root).
+    struct TrieNode {
+        bool is_word = false;
+        std::array<int32_t, 256> child;
+        TrieNode() { child.fill(-1); }
+    };
+
+    Status build_word_trie(const RuleNfa& nfa) {
+        word_trie_.clear();
+        if (nfa.excluded_words.empty()) return ok_status();
+        for (const NfaEdge& edge : nfa.edges) {
+            if (edge.kind == NfaEdge::Kind::Call)
+                return make_error("rule '{}' excludes words but calls other rules", nfa.name);
+        }
+        word_trie_.emplace_back();
+        for (const std::string& word : nfa.excluded_words) {
+            int32_t node = 0;
+            for (char c : word) {
+                const uint8_t byte = static_cast<uint8_t>(c);
+                if (word_trie_[size_t(node)].child[byte] < 0) {
+                    word_trie_[size_t(node)].child[byte] = int32_t(word_trie_.size());
+                    word_trie_.emplace_back();
+                }
+                node = word_trie_[size_t(node)].child[byte];
+            }
+            word_trie_[size_t(node)].is_word = true;
+        }
+        return ok_status();
+    }
+
+    // The trie position after byte class `cls` from `node` (-1: off the trie for good).
+    int32_t next_trie_node(int32_t node, int32_t cls) const {
+        if (node < 0) return -1;
+        for (int b = 0; b < 256; ++b) {
+            if (pda_.byte_class_[size_t(b)] == cls) return word_trie_[size_t(node)].child[size_t(b)];
+        }
+        return -1;
+    }
+
     Status determinize(int32_t rule) {
         const RuleNfa& nfa = nfas_[size_t(rule)];
+        LMRUN_RETURN_IF_ERROR(build_word_trie(nfa));
+        const bool with_trie = !word_trie_.empty();
         NfaIndex index(nfa);
         seen_.assign(size_t(nfa.num_states), 0);
         stamp_ = 0;
@@ -130,6 +186,7 @@ class AutomatonBuilder {
         std::vector<int32_t> worklist;
         std::vector<int32_t> start{nfa.start};
         epsilon_closure(index, start);
+        if (with_trie) start.push_back(trie_marker(0));
         LMRUN_ASSIGN_OR_RETURN(pda_.rule_start_[size_t(rule)], intern(start, rule, nfa, worklist));
         const int32_t num_classes = pda_.num_byte_classes_;
         std::vector<std::vector<int32_t>> class_targets(static_cast<size_t>(num_classes));
@@ -137,9 +194,11 @@ class AutomatonBuilder {
             const int32_t state = worklist.back();
             worklist.pop_back();
             const std::vector<int32_t> members = members_[size_t(state)];
+            const int32_t trie_node = with_trie ? trie_node_of(members) : -1;
             for (auto& targets : class_targets) targets.clear();
             std::vector<std::pair<int32_t, int32_t>> call_targets;  // (rule, nfa target)
             for (int32_t s : members) {
+                if (s < 0) continue;  // the trie marker
                 for (int32_t i = index.offsets[size_t(s)]; i < index.offsets[size_t(s) + 1]; ++i) {
                     const NfaEdge* edge = index.edges[size_t(i)];
                     if (edge->kind == NfaEdge::Kind::Byte) {
@@ -154,6 +213,7 @@ class AutomatonBuilder {
                 if (class_targets[size_t(c)].empty()) continue;
                 std::vector<int32_t> key = class_targets[size_t(c)];
                 epsilon_closure(index, key);
+                if (with_trie) key.push_back(trie_marker(next_trie_node(trie_node, c)));
                 LMRUN_ASSIGN_OR_RETURN(int32_t target, intern(key, rule, nfa, worklist));
                 pda_.transitions_[size_t(state) * size_t(num_classes) + size_t(c)] = target;
             }
@@ -308,6 +368,7 @@ class AutomatonBuilder {
     std::unordered_map<std::vector<int32_t>, int32_t, VectorHash> state_ids_;
     std::vector<uint32_t> seen_;
     uint32_t stamp_ = 0;
+    std::vector<TrieNode> word_trie_;  // of the rule being determinized
 };
 
 Result<PushdownAutomaton> PushdownAutomaton::build(const Grammar& grammar, const AutomatonLimits& limits) {
