@@ -15,6 +15,8 @@ DEB_PACKAGES=(
     libpcre2-dev           # tokenizer pre-tokenizer regex
     libicu-dev             # NFC normalization
     libgtest-dev libgmock-dev libbenchmark-dev
+    python3-jsonschema     # tests: independent validator of structured (JSON Schema) outputs
+    python3-jinja2         # tests: reference renderings of the Qwen3 chat template (tool calls)
     curl
 )
 
