@@ -6,6 +6,8 @@
 #include "core/logging.h"
 #include "core/parallel.h"
 #include "core/timer.h"
+#include "structured/grammar_compiler.h"
+#include "structured/grammar_matcher.h"
 
 namespace lmrun {
 
@@ -110,6 +112,7 @@ Status LLMEngine::add_request(const std::string& request_id, std::vector<int32_t
     auto request = std::make_unique<Request>();
     request->id = request_id;
     request->params = params;
+    LMRUN_RETURN_IF_ERROR(compile_grammar(*request));
     request->on_delta = std::move(on_delta);
     request->metrics.arrival_time = now_seconds();
     request->metrics.num_prompt_tokens = int64_t(prompt_ids.size());
@@ -125,6 +128,7 @@ Status LLMEngine::add_request(const std::string& request_id, std::vector<int32_t
         std::make_shared<Sequence>(next_seq_id_, request->prompt_ids, params, request->metrics.arrival_time);
     LMRUN_RETURN_IF_ERROR(scheduler_->check_prompt(*seq));  // fits the KV cache and the step budget
     ++next_seq_id_;
+    start_grammar(*request, *seq);
     request->seqs.push_back(seq);
     request->processors.push_back(
         std::make_unique<OutputProcessor>(tokenizer_.get(), params, request->prompt_ids));
@@ -138,6 +142,7 @@ void LLMEngine::add_children(Request& request) {
     for (int32_t index = 1; index < request.params.n; ++index) {
         auto child = std::make_shared<Sequence>(next_seq_id_++, request.prompt_ids, request.params,
                                                 request.metrics.arrival_time);
+        start_grammar(request, *child);
         request.seqs.push_back(child);
         request.processors.push_back(
             std::make_unique<OutputProcessor>(tokenizer_.get(), request.params, request.prompt_ids));
