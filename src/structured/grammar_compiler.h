@@ -27,6 +27,7 @@ class GrammarCompiler {
     Result<std::shared_ptr<const CompiledGrammar>> compile(const StructuredOutputsParams& params);
 
     const TokenVocabulary& vocabulary() const { return *vocabulary_; }
+    std::shared_ptr<const TokenVocabulary> shared_vocabulary() const { return vocabulary_; }
     int64_t num_hits() const;
     int64_t num_misses() const;
 
