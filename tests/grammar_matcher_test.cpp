@@ -202,6 +202,36 @@ TEST(GrammarMatcher, MasksEqualBruteForceOnQwen3) {
     EXPECT_GE(checked, 6);
 }
 
+// A long bounded string inside a called rule: its character rule is called once per
+// character, so a character state's own entry leaves almost every token uncertain
+// and the matcher uses (state, return state) entries. Masks still equal brute force.
+TEST(GrammarMatcher, PairEntriesOfCalledCharacterRulesEqualBruteForceOnQwen3) {
+    auto grammar = parse_ebnf(R"g(root ::= "[" item (", " item){0,2} "]"
+        item ::= "{\"k\": \"" ch{0,60} "\"}"
+        ch ::= [a-z] | [ -!#-\[\]-\U0010FFFF] | "\\" (["\\/bfnrt] | "u" [0-9a-f]{4}))g");
+    ASSERT_TRUE(grammar.ok()) << grammar.error().message;
+    auto compiled = compile_or_die(*grammar, testing::qwen3_vocabulary());
+    std::mt19937_64 rng(23);
+    int checked = 0;
+    for (int run = 0; run < 3; ++run) {
+        GrammarMatcher matcher(compiled);
+        ASSERT_TRUE(matcher.accept_bytes("[{\"k\": \"ab"));
+        for (int step = 0; step < 9 && !matcher.is_terminated(); ++step) {
+            const auto actual = fast_mask(matcher);
+            if (step % 3 == run) {
+                ASSERT_EQ(mask_ids(actual), mask_ids(brute_force_mask(matcher)))
+                    << "run " << run << " step " << step;
+                ++checked;
+            }
+            auto allowed = mask_ids(actual);
+            ASSERT_FALSE(allowed.empty());
+            ASSERT_TRUE(matcher.accept_token(allowed[rng() % allowed.size()]));
+        }
+    }
+    EXPECT_GE(checked, 6);
+    EXPECT_GT(compiled->mask_cache().num_pairs_computed(), 0);
+}
+
 TEST(GrammarMatcher, RollbackRestoresEarlierMasks) {
     auto grammar = parse_ebnf(R"g(root ::= "[" (item ("," item)*)? "]"
         item ::= "x" | root)g");

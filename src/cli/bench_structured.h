@@ -2,10 +2,12 @@
 // Schemas for the model's vocabulary (cold and cached); the time to fill one
 // token mask (median, p99, max over every token of a constrained generation,
 // replayed against a freshly compiled grammar so that first visits of each
-// automaton state count); and decode throughput of a batch of JSON-schema
+// automaton state count, then again warm; CPU time and wall time, since on a
+// shared machine wall time also counts other processes); and decode throughput of a batch of JSON-schema
 // constrained requests against the same requests unconstrained, in the same run
 // with the same per-request lengths (the constrained run ends where the JSON
-// does; the unconstrained one is told to generate exactly as many tokens).
+// does; the unconstrained one is told to generate exactly as many tokens), by
+// wall time and by the process's CPU time, with the load average around it.
 #pragma once
 
 #include <cstdint>

@@ -69,25 +69,34 @@ void GrammarMatcher::rollback(int32_t num_tokens) {
     arena_.truncate(current().arena_size);
 }
 
+// The cache entry for one stack top: its state's own, or the (state, return state)
+// pair where the state's own would leave most tokens to check against the stack.
+const StateTokenMask& GrammarMatcher::cached_mask(StackConfig config) const {
+    const TokenMaskCache& cache = grammar_->mask_cache();
+    const StateTokenMask& own = cache.get(config.state);
+    if (config.parent < 0 || !cache.pair_worthwhile(own)) return own;
+    return cache.get(config.state, arena_.frame(config.parent).state);
+}
+
 void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> mask) {
     const TokenVocabulary& vocabulary = grammar_->vocabulary();
-    const TokenMaskCache& cache = grammar_->mask_cache();
     std::fill(mask.begin(), mask.end(), 0u);
     if (is_terminated()) return;
     const auto configs = current_configs();
+    cached_.clear();
+    for (const StackConfig& config : configs) cached_.push_back(&cached_mask(config));
     if (configs.size() == 1) {
-        cache.get(configs[0].state).fill_accepted(vocabulary, mask);
+        cached_[0]->fill_accepted(vocabulary, mask);
     } else {
         scratch_mask_.resize(mask.size());
-        for (const StackConfig& config : configs) {
-            cache.get(config.state).fill_accepted(vocabulary, scratch_mask_);
+        for (const StateTokenMask* cached : cached_) {
+            cached->fill_accepted(vocabulary, scratch_mask_);
             for (size_t w = 0; w < mask.size(); ++w) mask[w] |= scratch_mask_[w];
         }
     }
     const size_t arena_mark = arena_.size();
-    for (const StackConfig& config : configs) {
-        const StateTokenMask& cached = cache.get(config.state);
-        if (!cached.uncertain.empty()) check_uncertain(config, cached, mask);
+    for (size_t i = 0; i < configs.size(); ++i) {
+        if (!cached_[i]->uncertain.empty()) check_uncertain(configs[i], *cached_[i], mask);
     }
     arena_.truncate(arena_mark);
     if (can_end()) {

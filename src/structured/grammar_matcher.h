@@ -1,6 +1,7 @@
 // One sequence's position in a compiled grammar. Before each sampling step,
 // fill_next_token_bitmask() writes which token ids may come next (bit id % 32 of
-// word id / 32): the cached accepted set of each stack top, plus the uncertain
+// word id / 32): the cached accepted set of each stack top (token_mask_cache.h:
+// its state's entry, or its (state, return state) entry), plus the uncertain
 // tokens that pass when run against the real stack (checked in trie order, so
 // tokens sharing a prefix share its work), plus the end tokens (EOS) where the
 // grammar may end. accept_token() then advances on the sampled token's bytes.
@@ -58,6 +59,7 @@ class GrammarMatcher {
     // holds the result. Returns (moved through all bytes, reached end at the last).
     std::pair<bool, bool> run_bytes(std::string_view bytes);
     void push_snapshot(const std::vector<StackConfig>& configs, bool can_end, bool terminated);
+    const StateTokenMask& cached_mask(StackConfig config) const;
     void check_uncertain(StackConfig config, const StateTokenMask& cached, std::span<uint32_t> mask);
 
     std::shared_ptr<const CompiledGrammar> grammar_;
@@ -68,6 +70,7 @@ class GrammarMatcher {
     // Scratch, reused between calls.
     std::vector<std::vector<StackConfig>> levels_;
     std::vector<uint32_t> scratch_mask_;
+    std::vector<const StateTokenMask*> cached_;  // per current configuration
 };
 
 }  // namespace lmrun::structured

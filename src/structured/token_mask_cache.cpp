@@ -43,11 +43,17 @@ class TrieWalker {
 
     // Classifies every text token from `state`: accepted ids into `accepted` (a bitset),
     // uncertain trie positions into `uncertain`. Returns the number accepted.
-    int32_t walk(int32_t state, std::span<uint32_t> accepted, std::vector<int32_t>& uncertain) {
-        const bool escapes_matter = pda_.rule_is_called(pda_.rule_of_state(state));
+    // With return_state >= 0 the walk starts with it below `state` on the stack, and
+    // tokens are uncertain only where the return state's rule can end inside them.
+    int32_t walk(int32_t state, int32_t return_state, std::span<uint32_t> accepted,
+                 std::vector<int32_t>& uncertain) {
+        const int32_t bottom_state = return_state >= 0 ? return_state : state;
+        const bool escapes_matter = pda_.rule_is_called(pda_.rule_of_state(bottom_state));
         arena_.clear();
+        const int32_t parent = return_state >= 0 ? arena_.push(return_state, -1) : -1;
         path_[0] = PathLevel{};
-        configs_[0].assign(1, {state, -1});
+        path_[0].arena_mark = int32_t(arena_.size());
+        configs_[0].assign(1, {state, parent});
         set_level(0);
         const auto& trie = vocabulary_.trie();
         const int32_t* trie_tokens = vocabulary_.trie_tokens().data();
@@ -202,11 +208,11 @@ void StateTokenMask::fill_accepted(const TokenVocabulary& vocabulary, std::span<
 }
 
 StateTokenMask compute_state_token_mask(const PushdownAutomaton& pda, const TokenVocabulary& vocabulary,
-                                        int32_t state) {
+                                        int32_t state, int32_t return_state) {
     std::vector<uint32_t> accepted(size_t(vocabulary.num_mask_words()), 0);
     StateTokenMask mask;
     TrieWalker walker(pda, vocabulary);
-    mask.num_accepted = walker.walk(state, accepted, mask.uncertain);
+    mask.num_accepted = walker.walk(state, return_state, accepted, mask.uncertain);
     std::sort(mask.uncertain.begin(), mask.uncertain.end());
     const size_t num_text = vocabulary.trie_tokens().size();
     const size_t num_rejected = num_text - size_t(mask.num_accepted) - mask.uncertain.size();
@@ -246,8 +252,34 @@ const StateTokenMask& TokenMaskCache::get(int32_t state) const {
     return entry.mask;
 }
 
+const StateTokenMask& TokenMaskCache::get(int32_t state, int32_t return_state) const {
+    Entry* entry = nullptr;
+    {
+        std::lock_guard lock(pairs_mutex_);
+        std::unique_ptr<Entry>& slot = pair_entries_[(int64_t(state) << 32) | uint32_t(return_state)];
+        if (!slot) slot = std::make_unique<Entry>();
+        entry = slot.get();
+    }
+    std::call_once(entry->once, [&] {
+        entry->mask = compute_state_token_mask(pda_, *vocabulary_, state, return_state);
+        num_pairs_computed_.fetch_add(1, std::memory_order_relaxed);
+    });
+    return entry->mask;
+}
+
+bool TokenMaskCache::pair_worthwhile(const StateTokenMask& entry) const {
+    // Checking this many tokens against the stack at every step costs more than one walk.
+    constexpr size_t kMinUncertainShare = 32;
+    return !entry.uncertain.empty() &&
+           entry.uncertain.size() * kMinUncertainShare >= vocabulary_->trie_tokens().size();
+}
+
 int64_t TokenMaskCache::num_computed() const {
     return num_computed_.load(std::memory_order_relaxed);
+}
+
+int64_t TokenMaskCache::num_pairs_computed() const {
+    return num_pairs_computed_.load(std::memory_order_relaxed);
 }
 
 }  // namespace lmrun::structured

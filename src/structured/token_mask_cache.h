@@ -10,9 +10,17 @@
 // Tokens of a rule that nothing calls (the root, hence a whole non-recursive
 // JSON Schema) are never uncertain: leaving that rule means leaving the grammar.
 //
-// Entries are computed lazily, once per state (std::call_once; safe from the
-// threads that fill a batch's masks in parallel), and stored in whichever form
-// is smallest: a list of accepted ids, a list of rejected ids, or a bitset.
+// A state whose rule ends inside many tokens (a small rule called over and over,
+// like one character of a long bounded string: every multi-byte token leaves it)
+// would leave most of the vocabulary uncertain and checked at every step. For
+// such states there are also entries keyed by (state, the return state below
+// it): the walk continues into the caller's rule, so only tokens that leave both
+// rules stay uncertain. The matcher picks them where the state's own entry is
+// mostly uncertain (pair_worthwhile()).
+//
+// Entries are computed lazily, once per state or pair (std::call_once; safe from
+// the threads that fill a batch's masks in parallel), and stored in whichever
+// form is smallest: a list of accepted ids, a list of rejected ids, or a bitset.
 #pragma once
 
 #include <atomic>
@@ -20,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "structured/pushdown_automaton.h"
@@ -39,15 +48,22 @@ struct StateTokenMask {
     void fill_accepted(const TokenVocabulary& vocabulary, std::span<uint32_t> mask) const;
 };
 
+// From `state` at the stack bottom, or (return_state >= 0) with `return_state` below it.
 StateTokenMask compute_state_token_mask(const PushdownAutomaton& pda, const TokenVocabulary& vocabulary,
-                                        int32_t state);
+                                        int32_t state, int32_t return_state = -1);
 
 class TokenMaskCache {
   public:
     TokenMaskCache(const PushdownAutomaton& pda, std::shared_ptr<const TokenVocabulary> vocabulary);
 
     const StateTokenMask& get(int32_t state) const;
+    // The entry of `state` with `return_state` below it on the stack.
+    const StateTokenMask& get(int32_t state, int32_t return_state) const;
+    // Whether `entry` (a state's own) leaves so many tokens uncertain that the pair
+    // entries are worth computing (a fixed share of the vocabulary's text tokens).
+    bool pair_worthwhile(const StateTokenMask& entry) const;
     int64_t num_computed() const;
+    int64_t num_pairs_computed() const;
 
   private:
     struct Entry {
@@ -57,7 +73,10 @@ class TokenMaskCache {
     const PushdownAutomaton& pda_;
     std::shared_ptr<const TokenVocabulary> vocabulary_;
     std::unique_ptr<Entry[]> entries_;
+    mutable std::mutex pairs_mutex_;  // guards the map, not the entries (each has its once flag)
+    mutable std::unordered_map<int64_t, std::unique_ptr<Entry>> pair_entries_;
     mutable std::atomic<int64_t> num_computed_{0};
+    mutable std::atomic<int64_t> num_pairs_computed_{0};
 };
 
 }  // namespace lmrun::structured
