@@ -103,6 +103,10 @@ void Sampler::apply_token_mask(float* logits, const uint32_t* mask) const {
         if (bits == 0xFFFFFFFFu) continue;
         const int64_t begin = w * 32;
         const int64_t end = std::min(begin + 32, vocab_size_);
+        if (bits == 0) {  // most words of a narrow mask: one vector fill
+            std::fill(logits + begin, logits + end, kNegInf);
+            continue;
+        }
         for (int64_t id = begin; id < end; ++id) {
             if (!(bits & (1u << (id - begin)))) logits[id] = kNegInf;
         }
