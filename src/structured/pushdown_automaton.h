@@ -34,7 +34,9 @@ struct PdaCall {
 struct AutomatonLimits {
     int64_t max_nfa_states = 4'000'000;  // after expanding repetitions and inlining
     int64_t max_dfa_states = 400'000;
-    int64_t inline_limit = 3000;  // NFA states above which a rule or repetition body is called, not copied
+    // NFA states above which a rule or repetition body is called, not copied. Copies cost states
+    // (one trie walk each, fast); calls cost walks that leave the rule at every repetition.
+    int64_t inline_limit = 6000;
 };
 
 class PushdownAutomaton {
