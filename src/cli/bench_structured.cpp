@@ -104,13 +104,18 @@ Result<DecodeRun> run_batch(LLMEngine& engine, const std::vector<std::vector<int
 
 struct CompileTimes {
     std::vector<double> cold_ms, cached_ms;
+    // Compiling and then filling every automaton state's mask entry, as a compiler that
+    // precomputes them all would (lmrun fills them lazily, on each state's first visit).
+    std::vector<double> eager_ms;
+    std::vector<int64_t> num_states;
 };
 
 CompileTimes measure_compile(const std::shared_ptr<const structured::TokenVocabulary>& vocabulary,
                              int64_t repeats) {
     CompileTimes times;
     for (const char* schema : kSchemas) {
-        std::vector<double> cold, cached;
+        std::vector<double> cold, cached, eager;
+        int64_t num_states = 0;
         for (int64_t r = 0; r < repeats; ++r) {
             structured::GrammarCompiler compiler(vocabulary);
             Stopwatch stopwatch;
@@ -119,10 +124,23 @@ CompileTimes measure_compile(const std::shared_ptr<const structured::TokenVocabu
             stopwatch.reset();
             auto again = compiler.compile(StructuredOutputsParams::json_schema(schema));
             cached.push_back(stopwatch.elapsed_seconds() * 1e3);
-            if (!first.ok() || !again.ok()) log_error("bench schema failed to compile");
+            if (!first.ok() || !again.ok()) {
+                log_error("bench schema failed to compile");
+                continue;
+            }
+            const structured::PushdownAutomaton& automaton = (*first)->automaton();
+            stopwatch.reset();
+            for (int32_t state = 0; state < automaton.num_states(); ++state) {
+                if (automaton.flags(state) & structured::PushdownAutomaton::kScans)
+                    (*first)->mask_cache().get(state);
+            }
+            eager.push_back(cold.back() + stopwatch.elapsed_seconds() * 1e3);
+            num_states = automaton.num_states();
         }
         times.cold_ms.push_back(median(cold));
         times.cached_ms.push_back(median(cached));
+        times.eager_ms.push_back(median(eager));
+        times.num_states.push_back(num_states);
     }
     return times;
 }
@@ -272,6 +290,8 @@ Result<nlohmann::json> run_structured_bench(const EngineConfig& config,
     return nlohmann::json{{"vocabulary_ms", vocabulary_ms},
                           {"compile_cold_ms", compile.cold_ms},
                           {"compile_cached_ms", compile.cached_ms},
+                          {"compile_with_every_mask_ms", compile.eager_ms},
+                          {"compile_num_states", compile.num_states},
                           {"masks_cold_grammar", mask_json(cold_masks)},
                           {"masks_warm_grammar", mask_json(warm_masks)},
                           {"decode_batch", options.batch},
