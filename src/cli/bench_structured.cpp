@@ -214,8 +214,10 @@ Result<nlohmann::json> run_structured_bench(const EngineConfig& config,
     const CompileTimes compile = measure_compile(vocabulary, options.repeats);
     for (size_t i = 0; i < compile.cold_ms.size(); ++i) {
         std::cout << fmt::format(
-            "  compile schema {}: {:7.2f} ms cold, {:7.4f} ms cached   (target < 50 ms)\n", i + 1,
-            compile.cold_ms[i], compile.cached_ms[i]);
+            "  compile schema {}: {:7.2f} ms cold, {:7.4f} ms cached   (target < 50 ms); with all {} states' "
+            "masks "
+            "{:7.1f} ms\n",
+            i + 1, compile.cold_ms[i], compile.cached_ms[i], compile.num_states[i], compile.eager_ms[i]);
     }
 
     // The same prompts, seeds and (after the first run) lengths for every run.
