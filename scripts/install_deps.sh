@@ -19,6 +19,7 @@ DEB_PACKAGES=(
     python3-jsonschema     # tests: independent validator of structured (JSON Schema) outputs
     python3-jinja2         # tests: reference renderings of the Qwen3 chat template (tool calls)
     curl
+    clang-16 libfuzzer-16-dev libclang-rt-16-dev  # fuzz targets (tests/fuzz, scripts/fuzz.sh): libFuzzer, ASan/UBSan
 )
 
 missing=()
