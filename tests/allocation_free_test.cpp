@@ -26,8 +26,13 @@ ModelRunnerConfig decode_config() {
     return config;
 }
 
-void expect_decode_steps_allocation_free(ModelRunner* runner, const std::string& model) {
+// with_masks: every third row samples under a structured-output token mask (the
+// engine fills masks before the step; applying one must not allocate either).
+void expect_decode_steps_allocation_free(ModelRunner* runner, const std::string& model,
+                                         bool with_masks = false) {
     const int64_t vocab = runner->model().config().vocab_size;
+    std::vector<uint32_t> mask(size_t((vocab + 31) / 32), 0);
+    for (int64_t id = 0; id < vocab; id += 7) mask[size_t(id / 32)] |= 1u << (id % 32);
     const int64_t context = 40;
     const int64_t steps = 6;
     for (int64_t batch : {1, 3, 8, 13, 20}) {
@@ -49,6 +54,9 @@ void expect_decode_steps_allocation_free(ModelRunner* runner, const std::string&
                 seqs[s] = RunnerSequence{ids[s], blocks[s], context + step, 1, true, {}};
             // Greedy and sampled rows both go through the sampler.
             for (int64_t s = 0; s < batch; s += 2) seqs[s].sampling.temperature = 0.8f;
+            if (with_masks) {
+                for (int64_t s = 0; s < batch; s += 3) seqs[s].sampling.allowed_token_mask = mask.data();
+            }
             start_counting_allocations();
             runner->run(seqs);
             const int64_t count = stop_counting_allocations();
@@ -70,6 +78,12 @@ TEST(AllocationFree, DecodeStepTensorParallelRankZero) {
         make_executor("qwen3-tiny", DType::BF16, decode_config(), Launch{parallel::ExecutorBackend::Mp, 2});
     expect_decode_steps_allocation_free(&executor->runner(), "qwen3-tiny -tp 2");
     EXPECT_FALSE(executor->runner().group().failed());
+}
+
+TEST(AllocationFree, DecodeStepWithTokenMasks) {
+    expect_decode_steps_allocation_free(
+        make_runner(testdata_path("qwen3-tiny"), DType::BF16, decode_config()).get(), "qwen3-tiny",
+        /*with_masks=*/true);
 }
 
 TEST(AllocationFree, CounterSeesAllocations) {

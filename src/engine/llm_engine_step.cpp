@@ -208,6 +208,7 @@ std::vector<RequestOutput> LLMEngine::step() {
     {
         ScopedOp scope(Op::PrepareInputs);
         fill_runner_sequences(output);
+        fill_token_masks(output);
     }
     Result<std::span<const SampleResult>> executed = executor_->execute_model(runner_seqs_);
     if (!executed.ok()) {
@@ -219,6 +220,7 @@ std::vector<RequestOutput> LLMEngine::step() {
     sampled_ids_.clear();
     for (const SampleResult& result : results) sampled_ids_.push_back(result.token_id);
     scheduler_->postprocess(output, sampled_ids_);
+    advance_grammars(output, results);
     process_sampled(output, results);
     for (const ScheduledSequence& entry : output.scheduled) {
         if (entry.seq->is_finished()) process_finished(*entry.seq, finished_outputs);

@@ -64,6 +64,12 @@ Result<std::unique_ptr<CausalLM>> CausalLM::load(const std::string& model_dir, c
     if (parallel.tp_size > 1 && parallel.group == nullptr)
         return make_error(ErrorKind::Internal, "a tensor-parallel model needs its process group");
     const std::string config_path = (std::filesystem::path(model_dir) / "config.json").string();
+    // The whole model against this machine's memory, on every rank. Right for -tp 1 and roughly
+    // right for the mp backend (all ranks' shards add up to about the whole model on one machine),
+    // too strict for mpi ranks on separate machines (each needs ~1/N). TODO(issue 11): count
+    // this rank's shard (1/N of q/o/MLP/vocab rows, replicated KV heads and norms) times the
+    // ranks sharing the machine (MPI_COMM_TYPE_SHARED), and measure the available memory
+    // before any rank loads (ranks loading at once see each other's shards as used).
     LMRUN_RETURN_IF_ERROR(
         check_model_fits_memory(config, weight_dtype, available_memory_bytes(), config_path));
     LMRUN_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::open(model_dir));

@@ -17,6 +17,9 @@ export const lmrunBin = process.env.LMRUN_BIN || path.join(sourceRoot, 'build', 
 export const storiesDir = path.join(testdataDir, 'stories260k');
 export const plainChatTemplate = path.join(here, 'plain_chat_template.jinja');
 const suiteArgs = (process.env.LMRUN_SERVE_ARGS || '').split(/\s+/).filter((arg) => arg !== '');
+// Random-weight Qwen3 with the real Qwen3 tokenizer and chat template.
+export const qwen3TinyDir = path.join(testdataDir, 'qwen3-tiny');
+export const qwen3TokenizerDir = path.join(testdataDir, 'qwen3-tokenizer');
 
 export function storiesGoldens() {
   return JSON.parse(readFileSync(path.join(storiesDir, 'expected.json'), 'utf8')).cases;
@@ -24,10 +27,10 @@ export function storiesGoldens() {
 
 // Resolves once the server logs its port and /health answers 200. `launcher`: a command that
 // starts lmrun, e.g. ['mpirun', '-np', '2'] (the server is then rank 0 of an MPI job).
-export async function startServer(extraArgs = [], { timeoutMs = 60000, launcher = [] } = {}) {
+export async function startServer(extraArgs = [], { timeoutMs = 60000, model = storiesDir, launcher = [] } = {}) {
   const defaults = extraArgs.includes('--kv-cache-memory') ? [] : ['--kv-cache-memory', '0.25'];
   const suite = extraArgs.includes('-tp') ? [] : suiteArgs;
-  const args = ['serve', '--model', storiesDir, '--host', '127.0.0.1', '--port', '0', '--threads', '1',
+  const args = ['serve', '--model', model, '--host', '127.0.0.1', '--port', '0', '--threads', '1',
     ...defaults, ...suite, ...extraArgs];
   const command = [...launcher, lmrunBin, ...args];
   const proc = spawn(command[0], command.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
