@@ -16,6 +16,7 @@
 #include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/server_limits.h"
 #include "core/logging.h"
 #include "server/http_server.h"
 
@@ -32,40 +33,6 @@ struct ServeArgs {
     int64_t max_request_body_mb = 64;
     CLI::Option* max_connections_option = nullptr;  // tells whether --max-connections was given
 };
-
-// A number within [min, max]; written as !(min <= x <= max) so NaN fails too.
-template <typename T>
-Status check_range(const char* option, T value, T min, T max) {
-    if (!(value >= min && value <= max))
-        return make_error("{} must be in [{}, {}], got {}", option, min, max, value);
-    return ok_status();
-}
-
-// The soft limit on open files is raised to the hard one (each connection is a socket); the
-// connection limit must fit in it, with room for the model's files and the engine. A limit
-// given on the command line that does not fit is an error; the default shrinks to fit.
-Status fit_connections_to_file_limit(int& max_connections, bool given) {
-    constexpr rlim_t kSpareFiles = 64;
-    rlimit limit{};
-    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return ok_status();
-    if (limit.rlim_cur < limit.rlim_max) {
-        limit.rlim_cur = limit.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &limit);
-        getrlimit(RLIMIT_NOFILE, &limit);
-    }
-    if (limit.rlim_cur == RLIM_INFINITY || rlim_t(max_connections) + kSpareFiles <= limit.rlim_cur)
-        return ok_status();
-    if (given || limit.rlim_cur <= 2 * kSpareFiles) {
-        return make_error(
-            "--max-connections {} needs {} open files, but this process may open {} (ulimit -n)",
-            max_connections, rlim_t(max_connections) + kSpareFiles, limit.rlim_cur);
-    }
-    const int fitting = int(limit.rlim_cur - kSpareFiles);
-    log_warn("--max-connections {} lowered to {}: this process may open {} files (ulimit -n)",
-             max_connections, fitting, limit.rlim_cur);
-    max_connections = fitting;
-    return ok_status();
-}
 
 Status check_serve_args(ServeArgs& args) {
     LMRUN_RETURN_IF_ERROR(check_range("--port", args.http.port, 0, 65535));
