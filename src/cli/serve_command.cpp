@@ -4,6 +4,8 @@
 // until --shutdown-timeout. Exit code 0 when they all did, 4 (kExitRuntime) when
 // some had to be aborted at the deadline; 1 for a bad option, 2 for a model that
 // cannot be loaded. Logs "listening on http://HOST:PORT" once it accepts requests.
+// With --data-parallel-size N > 1 it runs N replicas behind a router instead
+// (serve_data_parallel.h).
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +18,7 @@
 #include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/serve_data_parallel.h"
 #include "cli/server_limits.h"
 #include "core/logging.h"
 #include "server/http_server.h"
@@ -32,6 +35,8 @@ struct ServeArgs {
     double shutdown_timeout_seconds = 30;
     int64_t max_request_body_mb = 64;
     CLI::Option* max_connections_option = nullptr;  // tells whether --max-connections was given
+    int data_parallel_size = 1;
+    std::string data_parallel_policy = "cache_aware";
 };
 
 Status check_serve_args(ServeArgs& args) {
@@ -45,6 +50,7 @@ Status check_serve_args(ServeArgs& args) {
     LMRUN_RETURN_IF_ERROR(check_range("--idle-timeout", args.http.idle_timeout_seconds, 1, 86400));
     LMRUN_RETURN_IF_ERROR(check_range("--request-timeout", args.http.request_timeout_seconds, 0.1, 86400.0));
     LMRUN_RETURN_IF_ERROR(check_range("--shutdown-timeout", args.shutdown_timeout_seconds, 0.0, 86400.0));
+    LMRUN_RETURN_IF_ERROR(check_range("--data-parallel-size", args.data_parallel_size, 1, 1024));
     args.http.max_request_body_bytes = size_t(args.max_request_body_mb) << 20;
     return fit_connections_to_file_limit(args.http.max_connections, args.max_connections_option->count() > 0);
 }
@@ -92,6 +98,11 @@ void watch_signals(const sigset_t& signals, const std::atomic<bool>& serving, se
 int run_serve(ServeArgs& args) {
     if (Status valid = check_serve_args(args); !valid.ok())
         return log_error("{}", valid.error().message), kExitUsage;
+    if (args.data_parallel_size > 1) {
+        return run_data_parallel_serve(DataParallelArgs{args.data_parallel_size, args.data_parallel_policy,
+                                                        args.http, args.engine,
+                                                        args.shutdown_timeout_seconds});
+    }
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
@@ -190,6 +201,15 @@ CommandRunner add_serve_command(CLI::App& app) {
         ->add_option("--shutdown-timeout", args->shutdown_timeout_seconds,
                      "Seconds in-flight requests may take to finish on SIGINT/SIGTERM; then they are "
                      "aborted and the exit code is 4")
+        ->capture_default_str();
+    command
+        ->add_option("--data-parallel-size", args->data_parallel_size,
+                     "Replicas of the engine on this machine, each on its share of the cores and of the KV "
+                     "budget, behind one port")
+        ->capture_default_str();
+    command
+        ->add_option("--data-parallel-policy", args->data_parallel_policy,
+                     "With --data-parallel-size: round_robin, least_load, session or cache_aware")
         ->capture_default_str();
     return [args] { return run_serve(*args); };
 }

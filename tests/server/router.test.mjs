@@ -225,3 +225,25 @@ test('requests a worker had not started when it died are all served by the other
     assert.equal(unlabeled(values, 'lmrun:router_stream_errors_total'), 0);
   });
 });
+
+test('serve --data-parallel-size 2: one port, two pinned replicas, a dead replica restarted, SIGTERM exits 0', async () => {
+  const server = await startWorker(['--data-parallel-size', '2', '--data-parallel-policy', 'round_robin',
+    '--kv-cache-memory', '0.5']);
+  try {
+    assert.match(server.log(), /replica 0 \(pid \d+, 1 cpus\) is ready/);
+    assert.match(server.log(), /replica 1 \(pid \d+, 1 cpus\) is ready/);
+    const served = [];
+    for (let i = 0; i < 4; i++) served.push((await completion(server.url, { prompt: 'Once upon a time' })).worker);
+    assert.equal(new Set(served).size, 2, 'both replicas serve');
+    assert.equal(served[0], served[2]);
+    // A replica killed: the other serves at once, and the dead one comes back on its port.
+    const pid = Number(server.log().match(/replica 1 \(pid (\d+)/)[1]);
+    const replicaUrl = server.log().match(/replica 1 \(pid \d+, 1 cpus\) is ready on (\S+)/)[1];
+    process.kill(pid, 'SIGKILL');
+    for (let i = 0; i < 3; i++) await completion(server.url, { prompt: `After ${i}` });
+    assert.ok(await waitFor(async () => /replica 1 \(pid \d+, 1 cpus\) is ready[^]*replica 1 \(pid \d+, 1 cpus\) is ready/.test(server.log())));
+    assert.ok(await waitFor(async () => metric(await scrapeMetrics(server.url), 'lmrun:router_worker_healthy', replicaUrl) === 1));
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
