@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds lmrun (Release) and runs the whole test suite,
 # then builds the unit tests with AddressSanitizer + UBSan and runs them again (all but the
-# timing-based Node integration suite of the HTTP server, which runs in the Release pass).
+# Node integration suites of the HTTP server and the router, which run in the Release pass).
 # Usage: scripts/test.sh            (everything; what .ci/run calls)
 #        LMRUN_SKIP_SANITIZERS=1 scripts/test.sh   (Release only, for quick local runs)
 set -euo pipefail
@@ -23,5 +23,5 @@ if [ "${LMRUN_SKIP_SANITIZERS:-0}" != 1 ]; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     LSAN_OPTIONS=suppressions="$PWD/scripts/lsan.supp" \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-        ctest --test-dir build-asan --output-on-failure -j "$jobs" -E server_integration
+        ctest --test-dir build-asan --output-on-failure -j "$jobs" -E "server_integration|router_integration"
 fi
