@@ -21,7 +21,7 @@ namespace lmrun::router {
 
 struct HealthCheckOptions {
     double interval_seconds = 1;
-    double timeout_seconds = 2;
+    double timeout_seconds = 5;
     std::string api_key;  // sent as a bearer token (workers keep /load open; a proxy in front may not)
 };
 

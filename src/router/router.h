@@ -34,7 +34,7 @@ struct RouterOptions {
     PolicyOptions policy;
     size_t max_tree_bytes_per_worker = size_t(64) << 20;  // PrefixTree bound per worker
     double tree_bytes_per_kv_token = 4;  // a worker's bound is also its KV capacity x this, when reported
-    int failures_to_down = 2;            // probes timing out in a row before a worker is taken out
+    int failures_to_down = 3;            // probes timing out in a row before a worker is taken out
 };
 
 // What a worker's GET /load reports.

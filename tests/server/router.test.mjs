@@ -3,7 +3,8 @@
 // choices show in the X-Lmrun-Worker header and the router's /metrics; a worker killed
 // mid-stream ends that stream with an error event while the next requests go to the
 // other worker, and it is re-added when it comes back; requests a worker had not started
-// when it died are all served by the other one.
+// when it died are all served by the other one; --data-parallel-size runs the same on one
+// command; the worker file is re-read on SIGHUP.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
@@ -11,6 +12,8 @@ import {
   startWorker, startRouter, storiesGoldens, plainChatTemplate, postJson, scrapeMetrics, metric, sleep, testdataDir,
 } from './helpers.mjs';
 import path from 'node:path';
+import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 
 const qwen3Tiny = { model: path.join(testdataDir, 'qwen3-tiny'), tokenizer: path.join(testdataDir, 'qwen3-tokenizer') };
 
@@ -35,7 +38,7 @@ async function withRouter(policy, body, { workerArgs = [], workerOptions = {}, r
   let router;
   try {
     router = await startRouter(workers.map((w) => w.url), ['--policy', policy, '--health-interval', '0.1',
-      '--health-timeout', '1', ...routerArgs]);
+      ...routerArgs]);
     await body(router, workers);
     assert.equal(await router.stop(), 0);
   } finally {
@@ -245,5 +248,30 @@ test('serve --data-parallel-size 2: one port, two pinned replicas, a dead replic
     assert.ok(await waitFor(async () => metric(await scrapeMetrics(server.url), 'lmrun:router_worker_healthy', replicaUrl) === 1));
   } finally {
     assert.equal(await server.stop(), 0);
+  }
+});
+
+test('--worker-file is re-read on SIGHUP: a worker added to it gets requests, one removed gets none', async () => {
+  const workers = await Promise.all([startWorker([]), startWorker([])]);
+  const dir = mkdtempSync(path.join(tmpdir(), 'lmrun-router-'));
+  const file = path.join(dir, 'workers.txt');
+  writeFileSync(file, `# the first worker only\n${workers[0].url}\n`);
+  let router;
+  try {
+    router = await startRouter([], ['--worker-file', file, '--policy', 'round_robin', '--health-interval', '0.1']);
+    for (let i = 0; i < 2; i++) assert.equal((await completion(router.url, { prompt: `a${i}` })).worker, workers[0].url);
+    writeFileSync(file, `${workers[1].url}\n`);
+    router.proc.kill('SIGHUP');
+    assert.ok(await waitFor(async () => {
+      const values = await scrapeMetrics(router.url);
+      return `lmrun:router_worker_healthy{worker="${workers[1].url}"}` in values &&
+        metric(values, 'lmrun:router_worker_healthy', workers[1].url) === 1;
+    }));
+    for (let i = 0; i < 3; i++) assert.equal((await completion(router.url, { prompt: `b${i}` })).worker, workers[1].url);
+    assert.equal(await router.stop(), 0);
+  } finally {
+    if (router) await router.stop();
+    for (const worker of workers) await worker.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
