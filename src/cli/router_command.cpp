@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 
+#include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/server_limits.h"
@@ -45,28 +46,10 @@ Result<std::vector<std::string>> collect_workers(const RouterArgs& args) {
     return urls;
 }
 
+// The ranges are checked while parsing (add_router_command); this derives what they imply.
 Status check_router_args(RouterArgs& args) {
     router::RouterServerOptions& http = args.service.server;
-    router::PolicyOptions& policy = args.service.routing.policy;
-    LMRUN_ASSIGN_OR_RETURN(policy.kind, router::parse_policy_kind(args.policy));
-    LMRUN_RETURN_IF_ERROR(check_range("--port", http.port, 0, 65535));
-    LMRUN_RETURN_IF_ERROR(check_range("--http-threads", http.http_threads, 1, 1024));
-    LMRUN_RETURN_IF_ERROR(
-        check_range("--max-request-body-mb", args.max_request_body_mb, int64_t(1), int64_t(4096)));
-    LMRUN_RETURN_IF_ERROR(check_range("--max-connections", http.max_connections, 1, 1 << 20));
-    LMRUN_RETURN_IF_ERROR(check_range("--idle-timeout", http.idle_timeout_seconds, 1, 86400));
-    LMRUN_RETURN_IF_ERROR(check_range("--request-timeout", http.request_timeout_seconds, 0.1, 86400.0));
-    LMRUN_RETURN_IF_ERROR(check_range("--shutdown-timeout", args.shutdown_timeout_seconds, 0.0, 86400.0));
-    LMRUN_RETURN_IF_ERROR(
-        check_range("--health-interval", args.service.health.interval_seconds, 0.01, 3600.0));
-    LMRUN_RETURN_IF_ERROR(check_range("--health-timeout", args.service.health.timeout_seconds, 0.01, 3600.0));
-    LMRUN_RETURN_IF_ERROR(check_range("--health-failures", args.service.routing.failures_to_down, 1, 1000));
-    LMRUN_RETURN_IF_ERROR(check_range("--max-attempts", http.proxy.max_attempts, 1, 100));
-    LMRUN_RETURN_IF_ERROR(check_range("--cache-threshold", policy.cache_threshold, 0.0, 1.0));
-    LMRUN_RETURN_IF_ERROR(
-        check_range("--balance-abs-threshold", policy.balance_abs_tokens, int64_t(0), int64_t(1) << 40));
-    LMRUN_RETURN_IF_ERROR(check_range("--balance-rel-threshold", policy.balance_rel, 1.0, 1e6));
-    LMRUN_RETURN_IF_ERROR(check_range("--max-tree-mb", args.max_tree_mb, 0.001, 1e6));
+    LMRUN_ASSIGN_OR_RETURN(args.service.routing.policy.kind, router::parse_policy_kind(args.policy));
     args.service.routing.max_tree_bytes_per_worker = size_t(args.max_tree_mb * (1 << 20));
     http.max_request_body_bytes = size_t(args.max_request_body_mb) << 20;
     http.proxy.connect_timeout_seconds = args.service.health.timeout_seconds;
@@ -145,44 +128,56 @@ void add_routing_options(CLI::App& command, RouterArgs& args) {
     command.add_option("--worker-file", args.worker_file,
                        "File of worker URLs, one per line ('#' comments); re-read on SIGHUP");
     command.add_option("--policy", args.policy, "round_robin, least_load, session or cache_aware")
+        ->check(CLI::IsMember({"round_robin", "least_load", "session", "cache_aware"}))
         ->capture_default_str();
     command
         .add_option("--cache-threshold", policy.cache_threshold,
                     "cache_aware: smallest fraction of the prompt a worker must hold to be preferred")
+        ->check(finite_range(0, 1))
         ->capture_default_str();
     command
         .add_option("--balance-abs-threshold", policy.balance_abs_tokens,
                     "cache_aware: a worker is overloaded past this many tokens above the least loaded...")
+        ->check(integer_range(0, int64_t(1) << 40))
         ->capture_default_str();
     command.add_option("--balance-rel-threshold", policy.balance_rel, "... and past this factor of its load")
+        ->check(finite_range(1, 1e6))
         ->capture_default_str();
     command
         .add_option("--max-tree-mb", args.max_tree_mb,
                     "Prompt text remembered per worker for cache_aware (MiB; least recently used evicted)")
+        ->check(finite_range(0.001, 1e6))
         ->capture_default_str();
     command.add_option("--max-sessions", policy.max_sessions, "session: keys remembered")
+        ->check(integer_range(1, int64_t(1) << 40))
         ->capture_default_str();
     command
         .add_option("--health-interval", args.service.health.interval_seconds, "Seconds between load probes")
+        ->check(finite_range(0.01, 3600))
         ->capture_default_str();
     command
         .add_option("--health-timeout", args.service.health.timeout_seconds,
                     "Seconds a probe (and a connection to a worker) may take")
+        ->check(finite_range(0.01, 3600))
         ->capture_default_str();
     command
         .add_option("--health-failures", args.service.routing.failures_to_down,
                     "Probes timing out in a row before a worker is taken out")
+        ->check(integer_range(1, 1000))
         ->capture_default_str();
     command
         .add_option("--max-attempts", args.service.server.proxy.max_attempts,
                     "Workers a request may be tried on before the router gives up")
+        ->check(integer_range(1, 100))
         ->capture_default_str();
 }
 
 void add_front_options(CLI::App& command, RouterArgs& args) {
     router::RouterServerOptions& http = args.service.server;
     command.add_option("--host", http.host, "Address to listen on")->capture_default_str();
-    command.add_option("--port", http.port, "Port (0 = any free port)")->capture_default_str();
+    command.add_option("--port", http.port, "Port (0 = any free port)")
+        ->check(integer_range(0, 65535))
+        ->capture_default_str();
     command.add_option(
         "--api-key", http.api_key,
         "Require 'Authorization: Bearer KEY' on /v1, /tokenize, /detokenize (or LMRUN_API_KEY)");
@@ -191,24 +186,30 @@ void add_front_options(CLI::App& command, RouterArgs& args) {
     command.add_option("--worker-api-key", http.proxy.worker_api_key,
                        "Key sent to the workers (or LMRUN_WORKER_API_KEY); default: the client's own header");
     command.add_option("--http-threads", http.http_threads, "Worker threads that read and route requests")
+        ->check(integer_range(1, 1024))
         ->capture_default_str();
     args.max_connections_option =
         command.add_option("--max-connections", http.max_connections, "Open client connections at most")
+            ->check(integer_range(1, 1 << 20))
             ->capture_default_str();
     command.add_option("--max-request-body-mb", args.max_request_body_mb, "Largest request body in MiB")
+        ->check(integer_range(1, 4096))
         ->capture_default_str();
     command
         .add_option("--request-timeout", http.request_timeout_seconds,
                     "Seconds a client has to send a whole request")
+        ->check(finite_range(0.1, 86400))
         ->capture_default_str();
     command
         .add_option("--idle-timeout", http.idle_timeout_seconds,
                     "Seconds without a byte before a connection closes")
+        ->check(integer_range(1, 86400))
         ->capture_default_str();
     command
         .add_option("--shutdown-timeout", args.shutdown_timeout_seconds,
                     "Seconds requests in flight may take to finish on SIGINT/SIGTERM; then they are cut off "
                     "and the exit code is 4")
+        ->check(finite_range(0, 86400))
         ->capture_default_str();
 }
 

@@ -1,18 +1,10 @@
-// Option checks shared by the HTTP front ends (`lmrun serve`, `lmrun router`): numbers
-// within their range, and the connection limit fitted to the process's open-file limit.
+// What the HTTP front ends (`lmrun serve`, `lmrun router`) share past their options'
+// ranges (checked while parsing): the connection limit fitted to the process's open-file limit.
 #pragma once
 
 #include "core/result.h"
 
 namespace lmrun::cli {
-
-// A number within [min, max]; written as !(min <= x <= max) so NaN fails too.
-template <typename T>
-Status check_range(const char* option, T value, T min, T max) {
-    if (!(value >= min && value <= max))
-        return make_error("{} must be in [{}, {}], got {}", option, min, max, value);
-    return ok_status();
-}
 
 // The soft limit on open files is raised to the hard one (each connection is a socket); the
 // connection limit must fit in it, with room for the model's files and the engine. A limit

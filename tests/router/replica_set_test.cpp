@@ -18,11 +18,12 @@ namespace {
 // A replica that logs its port (given as "--port P"; P = 0 becomes 40000 + its index),
 // then waits for SIGTERM and exits with `exit_code`.
 ReplicaSpec fake_replica(int index, int exit_code = 0, std::vector<int> cpus = {}) {
+    // The trap is set before the "listening" line, as serve handles SIGTERM before it logs it.
     const std::string script =
-        "port=$2; [ \"$port\" = 0 ] && port=" + std::to_string(40000 + index) +
+        "trap 'exit " + std::to_string(exit_code) +
+        "' TERM; port=$2; [ \"$port\" = 0 ] && port=" + std::to_string(40000 + index) +
         "; echo \"lmrun INFO hello\" >&2; echo \"lmrun INFO listening on http://127.0.0.1:$port\" >&2; "
-        "trap 'exit " +
-        std::to_string(exit_code) + "' TERM; while true; do sleep 0.05; done";
+        "while true; do sleep 0.05; done";
     return ReplicaSpec{{"-c", script, "sh", "--port", "0"}, std::move(cpus)};
 }
 
