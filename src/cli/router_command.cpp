@@ -60,7 +60,7 @@ Status check_router_args(RouterArgs& args) {
 // SIGINT/SIGTERM: drain and stop; SIGHUP: re-read the worker list. Blocked in every thread, taken here.
 void watch_signals(const sigset_t& signals, const std::atomic<bool>& serving, router::RouterService& service,
                    const RouterArgs& args, bool& drained) {
-    const timespec poll = {0, 200 * 1000 * 1000};
+    const timespec poll = {0, 200L * 1000 * 1000};
     while (serving) {
         const int signal = sigtimedwait(&signals, nullptr, &poll);
         if (signal < 0) continue;

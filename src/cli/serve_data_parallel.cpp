@@ -114,7 +114,7 @@ int run_data_parallel_serve(const DataParallelArgs& args) {
     std::atomic<bool> serving{true};
     bool drained = true;
     std::thread signal_thread([&] {
-        const timespec poll = {0, 200 * 1000 * 1000};
+        const timespec poll = {0, 200L * 1000 * 1000};
         while (serving) {
             const int signal = sigtimedwait(&signals, nullptr, &poll);
             if (signal < 0) continue;

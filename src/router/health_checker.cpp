@@ -56,7 +56,7 @@ void HealthChecker::probe(int32_t worker_id, const std::string& url) {
     request.timeout_seconds = options_.timeout_seconds;
     if (!options_.api_key.empty())
         request.headers.emplace_back("Authorization", "Bearer " + options_.api_key);
-    auto done = [this, worker_id, mark](BufferedResponse response) {
+    auto done = [this, worker_id, mark](const BufferedResponse& response) {
         HealthChange change = HealthChange::None;
         LoadReport report;
         const UpstreamResult& result = response.result;

@@ -69,6 +69,7 @@ Status ReplicaSet::spawn(Replica& replica) {
     std::vector<std::string> arguments = replica.spec.arguments;
     arguments.insert(arguments.begin(), options_.executable);
     std::vector<char*> argv;
+    argv.reserve(arguments.size() + 1);
     for (std::string& argument : arguments) argv.push_back(argument.data());
     argv.push_back(nullptr);
     cpu_set_t cpus;
@@ -244,6 +245,7 @@ bool ReplicaSet::stop(double timeout_seconds) {
 std::vector<pid_t> ReplicaSet::pids() const {
     std::lock_guard lock(mutex_);
     std::vector<pid_t> pids;
+    pids.reserve(replicas_.size());
     for (const auto& replica : replicas_) pids.push_back(replica->pid);
     return pids;
 }

@@ -202,8 +202,11 @@ void UpstreamClient::add(std::unique_ptr<Transfer> transfer) {
     }
     // No "Expect: 100-continue" round trip before a large body: the worker reads it anyway.
     transfer->header_list = curl_slist_append(transfer->header_list, "Expect:");
-    for (const auto& [name, value] : request.headers)
-        transfer->header_list = curl_slist_append(transfer->header_list, (name + ": " + value).c_str());
+    std::string line;
+    for (const auto& [name, value] : request.headers) {
+        line.assign(name).append(": ").append(value);
+        transfer->header_list = curl_slist_append(transfer->header_list, line.c_str());
+    }
     curl_easy_setopt(easy, CURLOPT_HTTPHEADER, transfer->header_list);
     const uint64_t id = transfer->id;
     transfers_[id] = std::move(transfer);
@@ -274,6 +277,7 @@ void UpstreamClient::run() {
         curl_multi_poll(as_multi(multi_), nullptr, 0, 1000, nullptr);
     }
     std::vector<uint64_t> ids;
+    ids.reserve(transfers_.size());
     for (const auto& [id, transfer] : transfers_) ids.push_back(id);
     for (uint64_t id : ids) finish(id, {UpstreamFailure::Cancelled, "the router is stopping", 0});
 }
