@@ -14,6 +14,9 @@ export const testdataDir = process.env.LMRUN_TESTDATA || path.resolve(sourceRoot
 export const lmrunBin = process.env.LMRUN_BIN || path.join(sourceRoot, 'build', 'lmrun');
 export const storiesDir = path.join(testdataDir, 'stories260k');
 export const plainChatTemplate = path.join(here, 'plain_chat_template.jinja');
+// Random-weight Qwen3 with the real Qwen3 tokenizer and chat template.
+export const qwen3TinyDir = path.join(testdataDir, 'qwen3-tiny');
+export const qwen3TokenizerDir = path.join(testdataDir, 'qwen3-tokenizer');
 
 export function storiesGoldens() {
   return JSON.parse(readFileSync(path.join(storiesDir, 'expected.json'), 'utf8')).cases;
