@@ -16,6 +16,9 @@ DEB_PACKAGES=(
     libpcre2-dev           # tokenizer pre-tokenizer regex
     libicu-dev             # NFC normalization
     libgtest-dev libgmock-dev libbenchmark-dev
+    pybind11-dev python3-dev   # the Python package's native module (python/, CMake target lmrun_python)
+    python3-pytest             # the Python package's tests (tests/python)
+    python3-venv python3-setuptools python3-wheel  # `pip install --no-build-isolation --no-index .` in a venv
     curl
 )
 

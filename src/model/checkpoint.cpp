@@ -50,7 +50,9 @@ Result<std::map<std::string, std::string>> parse_weight_map(const nlohmann::json
 Result<Checkpoint> Checkpoint::open(const std::string& model_dir) {
     std::error_code error;
     if (!fs::is_directory(model_dir, error))
-        return make_error("{}: model folder not found (or not a directory)", model_dir);
+        return with_subject(
+            make_error(ErrorKind::NotFound, "{}: model folder not found (or not a directory)", model_dir),
+            model_dir);
     Checkpoint checkpoint;
     checkpoint.dir_ = model_dir;
     std::string index_path = (fs::path(model_dir) / kIndexFileName).string();

@@ -210,14 +210,20 @@ Result<ModelConfig> parse_model_config(const nlohmann::json& json, const std::st
 Result<ModelConfig> load_model_config(const std::string& model_dir) {
     std::error_code error;
     if (!std::filesystem::is_directory(model_dir, error))
-        return make_error("{}: model folder not found (or not a directory)", model_dir);
+        return with_subject(
+            make_error(ErrorKind::NotFound, "{}: model folder not found (or not a directory)", model_dir),
+            model_dir);
     std::string path = (std::filesystem::path(model_dir) / "config.json").string();
     std::ifstream in(path, std::ios::binary);
-    if (!in) return make_error("{}: cannot open config file (missing config.json?)", path);
+    if (!in)
+        return with_subject(
+            make_error(ErrorKind::NotFound, "{}: cannot open config file (missing config.json?)", path),
+            path);
     std::stringstream buffer;
     buffer << in.rdbuf();
     nlohmann::json json = nlohmann::json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
-    if (json.is_discarded()) return make_error("{}: malformed JSON", path);
+    if (json.is_discarded())
+        return with_subject(make_error(ErrorKind::Corrupt, "{}: malformed JSON", path), path);
     return parse_model_config(json, path);
 }
 
