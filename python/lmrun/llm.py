@@ -212,4 +212,10 @@ class LLM:
 
     @property
     def max_model_len(self) -> int:
+        """Longest prompt + output this engine takes."""
         return self._native.max_model_len
+
+    @property
+    def vocab_size(self) -> int:
+        """The model's vocabulary (rows of its embedding); token ids are below it."""
+        return self._native.vocab_size
