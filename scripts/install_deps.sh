@@ -20,6 +20,7 @@ DEB_PACKAGES=(
     python3-pytest             # the Python package's tests (tests/python)
     python3-venv python3-setuptools python3-wheel  # `pip install --no-build-isolation --no-index .` in a venv
     curl
+    clang-16 libfuzzer-16-dev libclang-rt-16-dev  # fuzz targets (tests/fuzz, scripts/fuzz.sh): libFuzzer, ASan/UBSan
 )
 
 missing=()
