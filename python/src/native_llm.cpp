@@ -26,6 +26,18 @@ std::string special_token_string(const Tokenizer* tokenizer, const char* key) {
     return {};
 }
 
+// The error of something the caller passed in (a template string), whatever the engine
+// thought of it: InvalidArgument, naming the argument.
+template <typename T>
+Result<T> as_argument_error(Result<T> result, const char* argument) {
+    if (result.ok()) return result;
+    Error error = result.error();
+    if (error.kind == ErrorKind::Corrupt) error.kind = ErrorKind::InvalidArgument;
+    error.message = fmt::format("{}: {}", argument, error.message);
+    error.subject = argument;
+    return error;
+}
+
 nlohmann::ordered_json parse_json_argument(const std::string& text, const char* what) {
     nlohmann::ordered_json value = nlohmann::ordered_json::parse(text, nullptr, false);
     if (value.is_discarded()) throw EngineError(make_error("{} is not valid JSON", what));
@@ -151,7 +163,8 @@ std::string NativeLLM::render_chat(const std::string& messages_json, bool add_ge
     const Tokenizer* tok = tokenizer();
     ChatTemplate chat_template;
     if (!template_source.empty()) {
-        chat_template = value_or_throw(ChatTemplate::parse(template_source));
+        chat_template =
+            value_or_throw(as_argument_error(ChatTemplate::parse(template_source), "chat_template"));
     } else if (tok && tok->tokenizer_config().contains("chat_template")) {
         chat_template = value_or_throw(
             ChatTemplate::from_tokenizer_config(tok->tokenizer_config(), "tokenizer_config.json"));
@@ -163,8 +176,11 @@ std::string NativeLLM::render_chat(const std::string& messages_json, bool add_ge
     options.add_generation_prompt = add_generation_prompt;
     options.extra_kwargs = parse_json_argument(extra_kwargs_json, "chat_template_kwargs");
     nlohmann::ordered_json messages = parse_json_argument(messages_json, "messages");
-    return value_or_throw(chat_template.apply(messages, options, special_token_string(tok, "bos_token"),
-                                              special_token_string(tok, "eos_token")));
+    Result<std::string> rendered = chat_template.apply(
+        messages, options, special_token_string(tok, "bos_token"), special_token_string(tok, "eos_token"));
+    // A template passed with the call is an argument (ValueError); the model's own is a file (OSError).
+    return value_or_throw(template_source.empty() ? std::move(rendered)
+                                                  : as_argument_error(std::move(rendered), "chat_template"));
 }
 
 std::vector<int32_t> NativeLLM::add_request(const std::string& request_id, const Prompt& prompt,

@@ -58,5 +58,5 @@ def test_chat_takes_a_list_of_conversations_and_a_custom_template(qwen3):
 def test_chat_template_errors_are_value_errors(qwen3):
     with pytest.raises(ValueError, match="messages"):
         qwen3.chat("not a conversation", use_tqdm=False)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="chat_template"):
         qwen3.chat([{"role": "user", "content": "hi"}], use_tqdm=False, chat_template="{% for %}")
