@@ -87,8 +87,8 @@ std::vector<RequestOutput> NativeLLM::generate(const std::vector<Prompt>& prompt
     std::lock_guard lock(mutex_);
     LLMEngine& engine = llm().engine();
 
-    // Every prompt is encoded and its parameters checked before anything is queued; a request
-    // the engine then refuses (prompt too long, ids outside the vocabulary) withdraws the others.
+    // Every request is checked before anything is queued, so a bad prompt loses no work; should
+    // the engine still refuse one, the ones queued before it are withdrawn.
     std::vector<std::vector<int32_t>> encoded(prompts.size());
     std::vector<SamplingParams> resolved(prompts.size());
     for (size_t i = 0; i < prompts.size(); ++i) {
@@ -96,7 +96,7 @@ std::vector<RequestOutput> NativeLLM::generate(const std::vector<Prompt>& prompt
         if (!ids.ok()) throw EngineError(with_prompt_index(i, ids.error()));
         encoded[i] = std::move(ids).value();
         resolved[i] = resolve_max_tokens(params[i], int64_t(encoded[i].size()), engine.max_model_len());
-        if (Status valid = resolved[i].validate(); !valid.ok())
+        if (Status valid = engine.validate_request(encoded[i], resolved[i]); !valid.ok())
             throw EngineError(with_prompt_index(i, valid.error()));
     }
     const std::string prefix = "generate-" + std::to_string(next_batch_++) + "-";

@@ -23,8 +23,9 @@ py::object finish_reason_to_python(FinishReason reason) {
 }
 
 py::object stop_reason_to_python(const CompletionOutput& completion) {
-    if (completion.stop_reason.empty()) return py::none();
-    return py::str(completion.stop_reason);
+    if (const auto* token_id = std::get_if<int32_t>(&completion.stop_reason)) return py::int_(*token_id);
+    if (const auto* text = std::get_if<std::string>(&completion.stop_reason)) return py::str(*text);
+    return py::none();
 }
 
 void register_output_classes(py::module_& m) {

@@ -12,7 +12,7 @@ namespace lmrun::python {
 // vLLM's finish_reason: "stop", "length", "abort", "error", or None while running.
 pybind11::object finish_reason_to_python(FinishReason reason);
 
-// The stop string or stop token (as the engine recorded it) that ended a completion, or None.
+// vLLM's stop_reason: the stop token id (int) or stop string (str) that ended a completion, or None.
 pybind11::object stop_reason_to_python(const CompletionOutput& completion);
 
 void register_output_classes(pybind11::module_& module);

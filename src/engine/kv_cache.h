@@ -1,6 +1,7 @@
 // The paged KV cache: ONE arena laid out [2, layers, num_blocks, block_size,
-// kv_heads, head_dim] (K then V), allocated once and never grown. Pages are
-// mapped lazily by the OS, so a large budget costs memory only as it fills.
+// kv_heads, head_dim] (K then V), allocated once and never grown. The arena is
+// advised onto huge pages and every page is touched at creation, so the whole
+// budget is resident from start-up and no step pays a page fault for a fresh block.
 #pragma once
 
 #include <cstdint>
