@@ -14,9 +14,12 @@ void EngineOptions::add_to(CLI::App& app) {
         ->capture_default_str();
     app.add_option("--max-model-len", max_model_len, "Context length (default: the model's)");
     app.add_option("--kv-cache-memory", kv_cache_memory_gib,
-                   "KV cache size in GiB (default: a fraction of free RAM)");
-    app.add_option("--kv-cache-fraction", kv_cache_fraction, "Fraction of available RAM for the KV cache")
-        ->capture_default_str();
+                   "KV cache bound in GiB, committed as blocks are used (default: 4, as vLLM's CPU "
+                   "backend, at most half the available RAM)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--kv-cache-fraction", kv_cache_fraction,
+                   "KV cache bound as a fraction of available RAM (when --kv-cache-memory is not given)")
+        ->check(CLI::Range(0.0, 1.0));
     app.add_flag("--no-prefix-caching", no_prefix_caching, "Disable prefix caching");
     app.add_flag("--no-chunked-prefill", no_chunked_prefill, "Disable chunked prefill");
     app.add_option("--threads", threads, "Compute threads (default: one per core)");

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "core/check.h"
 #include "core/cpu_features.h"
@@ -119,6 +120,17 @@ bool bf16_gemm_applies(const PackedLinear& w, int64_t num_rows) {
 }
 
 }  // namespace
+
+uint16_t* gemm_bf16_x_buffer(size_t count) {
+    thread_local std::vector<uint16_t> buffer;
+    if (buffer.size() < count) buffer.resize(count);
+    return buffer.data();
+}
+
+void reserve_linear_workspace(const LinearWeight& weight, int64_t max_rows) {
+    const PackedLinear& w = weight.packed();
+    if (bf16_gemm_applies(w, max_rows)) gemm_bf16_x_buffer(size_t(max_rows * w.padded_in));
+}
 
 void linear_allocation_free(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
                             float* y) {

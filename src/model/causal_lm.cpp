@@ -2,6 +2,8 @@
 
 #include "core/op_profiler.h"
 #include "core/parallel.h"
+#include "kernels/attention.h"
+#include "kernels/linear.h"
 #include "kernels/rope.h"
 
 namespace lmrun {
@@ -127,6 +129,18 @@ void CausalLM::compute_logits(std::span<const int32_t> rows, ActivationBuffers& 
     }
     norm_.forward_add(selected_hidden, selected_residual, num_rows);
     lm_head_.forward(selected_hidden, num_rows, buffers.logits.data<float>(), path);
+}
+
+void CausalLM::reserve_workspace(int64_t max_decode_rows, int64_t max_num_seqs) const {
+    for (const DecoderLayer& layer : layers_) {
+        kernels::reserve_linear_workspace(layer.self_attn.qkv_proj.packed(), max_decode_rows);
+        kernels::reserve_linear_workspace(layer.self_attn.o_proj.packed(), max_decode_rows);
+        kernels::reserve_linear_workspace(layer.mlp.gate_up_proj.packed(), max_decode_rows);
+        kernels::reserve_linear_workspace(layer.mlp.down_proj.packed(), max_decode_rows);
+    }
+    kernels::reserve_linear_workspace(lm_head_.packed(), max_decode_rows);
+    kernels::reserve_attention_workspace(config_.head_dim, num_heads_local(), num_kv_heads_local(),
+                                         max_num_seqs);
 }
 
 size_t CausalLM::weight_nbytes() const {
