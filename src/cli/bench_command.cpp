@@ -13,6 +13,7 @@
 #include "cli/bench_limits.h"
 #include "cli/bench_offline.h"
 #include "cli/bench_plot.h"
+#include "cli/bench_startup.h"
 #include "cli/bench_workloads.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
@@ -49,6 +50,9 @@ struct BenchArgs {
     std::vector<int64_t> offline_output_range{100, 512};
     int64_t offline_max_num_seqs = 64;
     double kv_cache_memory_gib = 2;
+    bool startup = false;       // --startup: only the start-up benchmark (bench_startup.h)
+    int64_t startup_probe = 0;  // > 0: be one start-up probe with a prompt of this many tokens
+    bool startup_warm_only = false;
 };
 
 Result<std::string> prepare_model(const BenchArgs& args) {
@@ -332,7 +336,21 @@ ModelRunnerConfig runner_config_for(const BenchArgs& args, const ModelConfig& co
     return runner;
 }
 
+StartupBenchOptions startup_options(const BenchArgs& args, const std::string& model_dir) {
+    StartupBenchOptions options;
+    options.model_dir = model_dir;
+    options.dtype = args.dtype;
+    options.threads = args.threads;
+    options.repeats = args.repeats;
+    options.cold = !args.startup_warm_only;
+    return options;
+}
+
 int run_bench(const BenchArgs& args) {
+    if (args.startup_probe > 0) {
+        if (args.model.empty()) return log_error("--startup-probe needs --model"), 1;
+        return run_startup_probe(startup_options(args, args.model), args.startup_probe);
+    }
     configure_threads(args.threads);
     OpProfiler::instance().set_enabled(args.profile);
     auto model_dir = prepare_model(args);
@@ -348,6 +366,11 @@ int run_bench(const BenchArgs& args) {
                            {"dtype", dtype_name(dtype)},
                            {"threads", num_threads()},
                            {"isa", isa_name(kernel_isa())}};
+    if (args.startup) {
+        int status = run_startup_bench(startup_options(args, model_dir.value()), json);
+        if (status == 0 && !args.json_path.empty()) std::ofstream(args.json_path) << json.dump(2) << "\n";
+        return status;
+    }
     bench.report.print_header();
     // The engine runs first, in a process that has not yet held the runner's larger buffers,
     // so its resident memory is what a fresh `lmrun serve` would show.
@@ -441,6 +464,13 @@ CommandRunner add_bench_command(CLI::App& app) {
         ->add_option("--kv-cache-memory", args->kv_cache_memory_gib,
                      "KV cache GiB (at least what workloads need)")
         ->capture_default_str();
+    command->add_flag("--startup", args->startup,
+                      "Only measure start-up: load, time to first token (1 and 512-token prompts) and peak "
+                      "RSS of fresh processes, page cache warm and cold");
+    command->add_flag("--startup-warm-only", args->startup_warm_only,
+                      "With --startup: skip the cold page cache runs");
+    command->add_option("--startup-probe", args->startup_probe, "Internal: one start-up probe process")
+        ->group("");
     return [args] { return run_bench(*args); };
 }
 

@@ -70,6 +70,8 @@ class LLMEngine {
     const ModelRunner& runner() const { return *runner_; }
     EngineStats stats() const;
     int64_t max_model_len() const { return runner_->config().max_model_len; }
+    // Seconds create() spent loading the weights (the rest of create() sets up the runner).
+    double load_seconds() const { return load_seconds_; }
 
   private:
     // A request and its n completions; children (index > 0) join once the prompt ran.
@@ -108,6 +110,7 @@ class LLMEngine {
     std::vector<int32_t> sampled_ids_;
     std::vector<std::vector<int32_t>> suppressed_ids_;
     EngineStats stats_;
+    double load_seconds_ = 0;
 };
 
 }  // namespace lmrun

@@ -82,6 +82,8 @@ Status CausalLM::load_weights(const Checkpoint& checkpoint) {
     LMRUN_RETURN_IF_ERROR(embed_tokens_.load_weight(*src));
     for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
         LMRUN_RETURN_IF_ERROR(load_layer(checkpoint, i, layers_[i]));
+        // Packed now: the file's pages of this layer need not stay in our resident set.
+        checkpoint.release_tensors("model.layers." + std::to_string(i) + ".");
     }
     LMRUN_ASSIGN_OR_RETURN(src, checkpoint.get("model.norm.weight"));
     LMRUN_RETURN_IF_ERROR(norm_.load_weight(*src));
@@ -96,6 +98,7 @@ Status CausalLM::load_weights(const Checkpoint& checkpoint) {
         LMRUN_RETURN_IF_ERROR(lm_head_.load_weight(*src));
         lm_head_.finalize();
     }
+    checkpoint.release_tensors("");  // the embedding, final norm and head are held in our own memory too
     return ok_status();
 }
 
