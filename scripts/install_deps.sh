@@ -17,6 +17,7 @@ DEB_PACKAGES=(
     libicu-dev             # NFC normalization
     libgtest-dev libgmock-dev libbenchmark-dev
     curl
+    clang-16 libfuzzer-16-dev libclang-rt-16-dev  # fuzz targets (tests/fuzz, scripts/fuzz.sh): libFuzzer, ASan/UBSan
 )
 
 missing=()

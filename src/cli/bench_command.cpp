@@ -265,7 +265,7 @@ EngineConfig engine_config_for(const BenchArgs& args, const std::string& model_d
     EngineConfig config;
     config.model_dir = model_dir;
     config.dtype = dtype == DType::F32 ? "float32" : "bfloat16";
-    config.num_threads = args.threads;
+    config.num_threads = capped_threads(args.threads);
     config.runner.max_num_batched_tokens = 2048;
     config.runner.kv_cache_memory_bytes = int64_t(args.kv_cache_memory_gib * double(1ll << 30));
     return config;
@@ -347,18 +347,23 @@ StartupBenchOptions startup_options(const BenchArgs& args, const std::string& mo
 }
 
 int run_bench(const BenchArgs& args) {
+    for (const auto& [option, range] : {std::pair{"--offline-prompt-range", &args.offline_prompt_range},
+                                        std::pair{"--offline-output-range", &args.offline_output_range}}) {
+        if ((*range)[0] > (*range)[1])
+            return fail(make_error("{}: min {} is more than max {}", option, (*range)[0], (*range)[1]));
+    }
     if (args.startup_probe > 0) {
-        if (args.model.empty()) return log_error("--startup-probe needs --model"), 1;
+        if (args.model.empty()) return fail(make_error("--startup-probe needs --model"));
         return run_startup_probe(startup_options(args, args.model), args.startup_probe);
     }
-    configure_threads(args.threads);
+    configure_threads(capped_threads(args.threads));
     OpProfiler::instance().set_enabled(args.profile);
     auto model_dir = prepare_model(args);
-    if (!model_dir.ok()) return log_error("{}", model_dir.error().message), 2;
+    if (!model_dir.ok()) return fail(model_dir.error());
     auto config = load_model_config(model_dir.value());
-    if (!config.ok()) return log_error("{}", config.error().message), 1;
+    if (!config.ok()) return fail(config.error());
     auto resolved_dtype = resolve_weight_dtype(args.dtype, config.value());
-    if (!resolved_dtype.ok()) return log_error("{}", resolved_dtype.error().message), 2;
+    if (!resolved_dtype.ok()) return fail(resolved_dtype.error());
     const DType dtype = resolved_dtype.value();
 
     BenchContext bench{args, {}, model_cost(config.value(), dtype, dtype), {}};
@@ -376,7 +381,7 @@ int run_bench(const BenchArgs& args) {
     // so its resident memory is what a fresh `lmrun serve` would show.
     if (Status status = run_engine_workloads(bench, model_dir.value(), config.value(), dtype, json);
         !status.ok()) {
-        return log_error("{}", status.error().message), 1;
+        return fail(status.error());
     }
     log_info("measuring this machine's limits ({} threads, {} kernels)", num_threads(),
              isa_name(kernel_isa()));
@@ -394,10 +399,10 @@ int run_bench(const BenchArgs& args) {
                       {"gemm_flops_per_s", bench.limits.gemm_flops_per_s},
                       {"onednn_flops_per_s", bench.limits.onednn_flops_per_s}};
     auto model = CausalLM::load(model_dir.value(), config.value(), dtype);
-    if (!model.ok()) return log_error("{}", model.error().message), 1;
+    if (!model.ok()) return fail(model.error());
     auto runner =
         ModelRunner::create(std::move(model).value(), runner_config_for(args, config.value(), bench.cost));
-    if (!runner.ok()) return log_error("{}", runner.error().message), 1;
+    if (!runner.ok()) return fail(runner.error());
     run_prefill_sweep(bench, *runner.value());
     std::vector<PlotPoint> points = run_decode_sweep(bench, *runner.value());
     run_context_sweep(bench, *runner.value());
@@ -408,7 +413,7 @@ int run_bench(const BenchArgs& args) {
         Status status = write_throughput_svg(
             args.plot_path, points,
             fmt::format("{} decode, {} threads", model_type_name(config->arch), num_threads()));
-        if (!status.ok()) return log_error("{}", status.error().message), 1;
+        if (!status.ok()) return fail(status.error());
     }
     return 0;
 }
@@ -422,47 +427,67 @@ CommandRunner add_bench_command(CLI::App& app) {
     command->add_option("--random", args->random_preset, "Benchmark a random-weight checkpoint: qwen3-0.6b");
     command->add_option("--random-dir", args->random_dir, "Where random checkpoints are written")
         ->capture_default_str();
-    command->add_option("--dtype", args->dtype, "auto, float32, bfloat16")->capture_default_str();
+    command->add_option("--dtype", args->dtype, "auto, float32, bfloat16")
+        ->check(CLI::IsMember({"auto", "float32", "bfloat16", "f32", "bf16"}))
+        ->capture_default_str();
     command->add_option("--prompt-lens", args->prompt_lens, "Prefill prompt lengths")
         ->delimiter(',')
+        ->check(integer_range(1, int64_t(1) << 20))
         ->capture_default_str();
     command->add_option("--decode-batches", args->decode_batches, "Decode batch sizes")
         ->delimiter(',')
+        ->check(integer_range(1, 16384))
         ->capture_default_str();
     command->add_option("--decode-context", args->decode_context, "Context tokens per decoding sequence")
+        ->check(integer_range(1, int64_t(1) << 24))
         ->capture_default_str();
-    command->add_option("--decode-steps", args->decode_steps, "Timed decode steps")->capture_default_str();
+    command->add_option("--decode-steps", args->decode_steps, "Timed decode steps")
+        ->check(integer_range(1, int64_t(1) << 20))
+        ->capture_default_str();
     command->add_option("--context-sweep", args->context_sweep, "Decode contexts compared at --context-batch")
         ->delimiter(',')
+        ->check(integer_range(1, int64_t(1) << 24))
         ->capture_default_str();
     command->add_option("--context-batch", args->context_batch, "Batch of the context sweep")
+        ->check(integer_range(1, 16384))
         ->capture_default_str();
     command
         ->add_option("--engine-batch", args->engine_batch, "Engine overhead measured at this batch (0: skip)")
+        ->check(integer_range(0, 16384))
         ->capture_default_str();
     command->add_option("--repeats", args->repeats, "Runs per workload (median reported)")
+        ->check(integer_range(1, 1000))
         ->capture_default_str();
-    command->add_option("--threads", args->threads, "Compute threads (default: one per core)");
+    command
+        ->add_option("--threads", args->threads,
+                     "Compute threads (default: one per core; at most one per CPU)")
+        ->check(integer_range(0, INT32_MAX));
     command->add_option("--json", args->json_path, "Write the results as JSON");
     command->add_option("--plot", args->plot_path, "Write decode throughput vs batch size as SVG");
     command->add_flag("--profile", args->profile, "Print where each workload's step time goes, per op");
-    command->add_option("--offline", args->offline_requests,
-                        "Also run N offline requests (nano-vLLM bench.py shape)");
+    command
+        ->add_option("--offline", args->offline_requests,
+                     "Also run N offline requests (nano-vLLM bench.py shape)")
+        ->check(integer_range(0, int64_t(1) << 20));
     command->add_option("--offline-prompt-range", args->offline_prompt_range, "Min,max prompt tokens")
         ->delimiter(',')
+        ->check(integer_range(1, int64_t(1) << 20))
         ->expected(2)
         ->capture_default_str();
     command->add_option("--offline-output-range", args->offline_output_range, "Min,max output tokens")
         ->delimiter(',')
+        ->check(integer_range(1, int64_t(1) << 20))
         ->expected(2)
         ->capture_default_str();
     command
         ->add_option("--offline-max-num-seqs", args->offline_max_num_seqs,
                      "Running sequences in the offline run")
+        ->check(integer_range(1, 16384))
         ->capture_default_str();
     command
         ->add_option("--kv-cache-memory", args->kv_cache_memory_gib,
                      "KV cache GiB (at least what workloads need)")
+        ->check(finite_range(0, 1 << 20))
         ->capture_default_str();
     command->add_flag("--startup", args->startup,
                       "Only measure start-up: load, time to first token (1 and 512-token prompts) and peak "
@@ -470,6 +495,7 @@ CommandRunner add_bench_command(CLI::App& app) {
     command->add_flag("--startup-warm-only", args->startup_warm_only,
                       "With --startup: skip the cold page cache runs");
     command->add_option("--startup-probe", args->startup_probe, "Internal: one start-up probe process")
+        ->check(integer_range(1, 1 << 20))
         ->group("");
     return [args] { return run_bench(*args); };
 }

@@ -7,13 +7,7 @@ namespace lmrun {
 Result<std::unique_ptr<LLM>> LLM::create(const EngineConfig& config) {
     std::unique_ptr<LLM> llm(new LLM());
     LMRUN_ASSIGN_OR_RETURN(llm->engine_, LLMEngine::create(config));
-    const Tokenizer* tokenizer = llm->engine_->tokenizer();
-    if (tokenizer && tokenizer->tokenizer_config().contains("chat_template")) {
-        LMRUN_ASSIGN_OR_RETURN(
-            ChatTemplate chat_template,
-            ChatTemplate::from_tokenizer_config(tokenizer->tokenizer_config(), "tokenizer_config.json"));
-        llm->chat_template_ = std::move(chat_template);
-    }
+    LMRUN_ASSIGN_OR_RETURN(llm->chat_template_, load_chat_template("", llm->engine_->tokenizer()));
     return llm;
 }
 
@@ -21,8 +15,10 @@ Result<std::vector<int32_t>> LLM::encode_prompt(const Prompt& prompt, bool add_s
     if (!prompt.token_ids.empty()) return prompt.token_ids;
     const Tokenizer* tokenizer = engine_->tokenizer();
     if (!tokenizer)
-        return make_error("{}: the model has no tokenizer.json; give prompts as token ids",
-                          engine_->config().model_dir);
+        return with_subject(
+            make_error(ErrorKind::NotFound, "{}: the model has no tokenizer.json; give prompts as token ids",
+                       engine_->config().model_dir),
+            engine_->config().model_dir);
     return tokenizer->encode(prompt.text, add_special_tokens);
 }
 
@@ -34,11 +30,13 @@ Result<std::string> LLM::render_chat(const nlohmann::json& messages,
     }
     const Tokenizer* tokenizer = engine_->tokenizer();
     auto token_string = [&](const char* key) {
+        if (tokenizer == nullptr) return std::string();  // a --chat-template without a tokenizer
         const nlohmann::json& config = tokenizer->tokenizer_config();
         if (!config.contains(key)) return std::string();
         const nlohmann::json& value = config[key];
         if (value.is_string()) return value.get<std::string>();
-        if (value.is_object() && value.contains("content")) return value["content"].get<std::string>();
+        if (value.is_object() && value.contains("content") && value["content"].is_string())
+            return value["content"].get<std::string>();
         return std::string();
     };
     return chat_template_->apply(messages, options, token_string("bos_token"), token_string("eos_token"));

@@ -54,7 +54,8 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(const EngineConfig& config)
     if (std::filesystem::exists(tokenizer_dir + "/tokenizer.json")) {
         LMRUN_ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::from_dir(tokenizer_dir));
     } else if (!config.tokenizer_dir.empty()) {
-        return make_error("{}: no tokenizer.json", tokenizer_dir);
+        return with_subject(make_error(ErrorKind::NotFound, "{}: no tokenizer.json", tokenizer_dir),
+                            tokenizer_dir);
     }
     Stopwatch load_timer;
     LMRUN_ASSIGN_OR_RETURN(std::unique_ptr<CausalLM> model,

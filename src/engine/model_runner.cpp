@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/memory_info.h"
 #include "core/op_profiler.h"
 
 namespace lmrun {
@@ -71,6 +72,22 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<CausalL
     }
     if (config.block_size <= 0 || config.max_num_seqs <= 0 || config.max_num_batched_tokens <= 0) {
         return make_error("block_size, max_num_seqs and max_num_batched_tokens must be positive");
+    }
+    // The step buffers and the sampler's scratch (ids, probabilities, flags per vocab entry and
+    // sequence) are allocated once, for the largest step: refuse sizes the machine cannot hold.
+    const int64_t max_tokens = std::max(config.max_num_batched_tokens, config.max_num_seqs);
+    const double step_bytes = ActivationBuffers::planned_nbytes(
+                                  model_config, max_tokens, config.max_num_seqs, model->num_heads_local(),
+                                  model->num_kv_heads_local(), model->intermediate_local()) +
+                              9.0 * double(model_config.vocab_size) * double(config.max_num_seqs);
+    const int64_t available = available_memory_bytes();
+    if (step_bytes > double(available)) {
+        constexpr double kGiB = double(int64_t(1) << 30);
+        return make_error(
+            ErrorKind::ResourceExhausted,
+            "max_num_seqs {} and max_num_batched_tokens {} need {:.1f} GiB of step buffers, {:.1f} "
+            "GiB available",
+            config.max_num_seqs, config.max_num_batched_tokens, step_bytes / kGiB, double(available) / kGiB);
     }
     std::unique_ptr<ModelRunner> runner(new ModelRunner(std::move(model), config));
     LMRUN_RETURN_IF_ERROR(runner->allocate_kv_cache());

@@ -33,7 +33,13 @@ class Tokenizer {
     // Loads tokenizer.json, plus tokenizer_config.json from the same folder when present.
     static Result<std::unique_ptr<Tokenizer>> from_file(const std::string& tokenizer_json_path);
     static Result<std::unique_ptr<Tokenizer>> from_dir(const std::string& dir);  // dir/tokenizer.json
-    // From parsed JSON; `source` names the origin in error messages.
+    // From the text of a tokenizer.json (through the same bounded reader as from_file);
+    // `source` names it in error messages.
+    static Result<std::unique_ptr<Tokenizer>> from_text(std::string_view tokenizer_json,
+                                                        nlohmann::json tokenizer_config,
+                                                        const std::string& source);
+    // From parsed JSON (keep it within kTokenizerJsonLimits: the walk over it recurses);
+    // `source` names the origin in error messages.
     static Result<std::unique_ptr<Tokenizer>> from_json(const nlohmann::json& tokenizer_json,
                                                         nlohmann::json tokenizer_config,
                                                         const std::string& source);
