@@ -24,24 +24,25 @@ struct ChatArgs {
     bool disable_thinking = false;
 };
 
-// The template from --chat-template or the tokenizer (load_chat_template); plain turns when
+// The template from --chat-template, else the tokenizer's (loaded by the LLM); plain turns when
 // neither has one. A chat needs a tokenizer: without one there is nothing to type.
 Status prepare_chat(LLM& llm, const ChatArgs& args) {
-    const Tokenizer* tokenizer = llm.engine().tokenizer();
-    if (tokenizer == nullptr) {
+    if (llm.engine().tokenizer() == nullptr) {
         const std::string dir = args.engine.tokenizer.empty() ? args.engine.model : args.engine.tokenizer;
         return with_subject(
             make_error(ErrorKind::NotFound,
                        "{}: no tokenizer.json; lmrun chat needs a tokenizer (pass --tokenizer DIR)", dir),
             dir);
     }
-    LMRUN_ASSIGN_OR_RETURN(std::optional<ChatTemplate> chat_template,
-                           load_chat_template(args.chat_template_file, tokenizer));
-    if (!chat_template) {
+    LMRUN_ASSIGN_OR_RETURN(std::optional<ChatTemplate> from_file,
+                           load_chat_template(args.chat_template_file, nullptr));
+    if (from_file) {
+        llm.set_chat_template(std::move(*from_file));
+    } else if (!llm.has_chat_template()) {
         log_warn("the tokenizer has no chat_template; using plain text turns (pass --chat-template FILE)");
-        LMRUN_ASSIGN_OR_RETURN(chat_template, ChatTemplate::parse(kPlainTemplate));
+        LMRUN_ASSIGN_OR_RETURN(ChatTemplate plain, ChatTemplate::parse(kPlainTemplate));
+        llm.set_chat_template(std::move(plain));
     }
-    llm.set_chat_template(std::move(*chat_template));
     return ok_status();
 }
 

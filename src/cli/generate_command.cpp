@@ -81,7 +81,7 @@ void print_output(const RequestOutput& output, bool json_output, bool several) {
                 {"index", completion.index},
                 {"text", completion.text},
                 {"token_ids", completion.token_ids},
-                {"finish_reason", finish_reason_name(completion.finish_reason)},
+                {"finish_reason", to_string(completion.finish_reason)},
                 {"num_prompt_tokens", output.metrics.num_prompt_tokens},
                 {"time_to_first_token_s", output.metrics.first_token_time - output.metrics.arrival_time},
                 {"total_time_s", output.metrics.finished_time - output.metrics.arrival_time}};
@@ -91,7 +91,7 @@ void print_output(const RequestOutput& output, bool json_output, bool several) {
         }
         if (several || output.outputs.size() > 1) {
             std::cout << "--- " << output.request_id << " [" << completion.index << "] ("
-                      << finish_reason_name(completion.finish_reason) << ")\n";
+                      << to_string(completion.finish_reason) << ")\n";
         }
         if (!completion.error_message.empty()) std::cout << "error: " << completion.error_message << "\n";
         std::cout << completion.text << "\n";

@@ -6,8 +6,6 @@
 // cannot be loaded. Logs "listening on http://HOST:PORT" once it accepts requests.
 #include <csignal>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include <pthread.h>
@@ -71,9 +69,11 @@ std::string default_model_name(const std::string& model_dir) {
     return path.filename().string();
 }
 
-Result<std::optional<ChatTemplate>> load_chat_template(const ServeArgs& args, const Tokenizer* tokenizer) {
-    LMRUN_ASSIGN_OR_RETURN(std::optional<ChatTemplate> chat_template,
-                           lmrun::load_chat_template(args.chat_template_file, tokenizer));
+Result<std::optional<ChatTemplate>> load_served_chat_template(const ServeArgs& args,
+                                                              const Tokenizer* tokenizer) {
+    LMRUN_ASSIGN_OR_RETURN(
+        std::optional<ChatTemplate> chat_template,
+        load_chat_template(args.chat_template_file, tokenizer ? &tokenizer->tokenizer_config() : nullptr));
     if (!chat_template)
         log_warn("no chat template: /v1/chat/completions answers 400 (pass --chat-template FILE)");
     return chat_template;
@@ -83,7 +83,7 @@ Result<std::optional<ChatTemplate>> load_chat_template(const ServeArgs& args, co
 // `drained` tells whether every in-flight request finished before the deadline.
 void watch_signals(const sigset_t& signals, const std::atomic<bool>& serving, server::HttpServer& http,
                    double timeout_seconds, bool& drained) {
-    const timespec poll = {0, 200 * 1000 * 1000};
+    const timespec poll = {0, 200'000'000};  // 200 ms
     while (serving) {
         int signal = sigtimedwait(&signals, nullptr, &poll);
         if (signal < 0) continue;
@@ -106,7 +106,7 @@ int run_serve(ServeArgs& args) {
 
     auto engine = LLMEngine::create(args.engine.to_config());
     if (!engine.ok()) return log_error("{}", engine.error().message), exit_code_for(engine.error());
-    auto chat_template = load_chat_template(args, engine.value()->tokenizer());
+    auto chat_template = load_served_chat_template(args, engine.value()->tokenizer());
     if (!chat_template.ok()) return log_error("{}", chat_template.error().message), kExitModel;
     server::ModelInfo info;
     info.served_name =

@@ -91,7 +91,7 @@ Status CausalLM::load_layer(const Checkpoint& checkpoint, int64_t index, Decoder
     }
     LMRUN_ASSIGN_OR_RETURN(src, get("self_attn.o_proj.weight"));
     LMRUN_RETURN_IF_ERROR(attn.o_proj.load_weight(*src));
-    if (attn.q_norm) {
+    if (attn.q_norm && attn.k_norm) {  // both or neither (Attention's constructor)
         LMRUN_ASSIGN_OR_RETURN(src, get("self_attn.q_norm.weight"));
         LMRUN_RETURN_IF_ERROR(attn.q_norm->load_weight(*src));
         LMRUN_ASSIGN_OR_RETURN(src, get("self_attn.k_norm.weight"));

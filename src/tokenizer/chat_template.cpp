@@ -86,16 +86,15 @@ Result<ChatTemplate> ChatTemplate::from_file(const std::string& path) {
 }
 
 Result<std::optional<ChatTemplate>> load_chat_template(const std::string& template_file,
-                                                       const Tokenizer* tokenizer) {
+                                                       const nlohmann::json* tokenizer_config) {
     if (!template_file.empty()) {
         LMRUN_ASSIGN_OR_RETURN(ChatTemplate chat_template, ChatTemplate::from_file(template_file));
         return std::optional<ChatTemplate>(std::move(chat_template));
     }
-    if (tokenizer == nullptr || !tokenizer->tokenizer_config().contains("chat_template"))
+    if (tokenizer_config == nullptr || !tokenizer_config->contains("chat_template"))
         return std::optional<ChatTemplate>();
-    LMRUN_ASSIGN_OR_RETURN(
-        ChatTemplate chat_template,
-        ChatTemplate::from_tokenizer_config(tokenizer->tokenizer_config(), "tokenizer_config.json"));
+    LMRUN_ASSIGN_OR_RETURN(ChatTemplate chat_template,
+                           ChatTemplate::from_tokenizer_config(*tokenizer_config, "tokenizer_config.json"));
     return std::optional<ChatTemplate>(std::move(chat_template));
 }
 

@@ -29,7 +29,6 @@ namespace lmrun {
 namespace jinja {
 struct Template;
 }
-class Tokenizer;
 
 struct ChatTemplateOptions {
     bool add_generation_prompt = true;
@@ -69,10 +68,10 @@ class ChatTemplate {
     std::shared_ptr<const jinja::Template> template_;
 };
 
-// The one way lmrun finds the chat template of a model (LLM, chat and serve all use it):
-// `template_file` when given (--chat-template), else the "chat_template" of the tokenizer's
-// tokenizer_config.json; nullopt when there is neither (or no tokenizer).
+// The one way a model's chat template is found (LLM, `lmrun chat`, `lmrun serve`): the text of
+// `template_file` when one is given (ChatTemplate::from_file), else the "chat_template" of
+// `tokenizer_config` (may be null), else none (std::nullopt).
 Result<std::optional<ChatTemplate>> load_chat_template(const std::string& template_file,
-                                                       const Tokenizer* tokenizer);
+                                                       const nlohmann::json* tokenizer_config);
 
 }  // namespace lmrun

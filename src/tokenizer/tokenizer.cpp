@@ -114,15 +114,16 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::build(const nlohmann::json& spec,
 }
 
 Status Tokenizer::configure_special_tokens() {
-    auto lookup = [this](const char* key, std::optional<int32_t>& id) -> Status {
+    auto lookup = [this](const char* key, std::optional<int32_t>& id, std::string* text = nullptr) -> Status {
         const auto token = config_token(config_, key);
         if (!token) return ok_status();
+        if (text) *text = *token;
         id = token_to_id(*token);
         if (!id) return make_error("tokenizer_config {} '{}' is not in the vocabulary", key, *token);
         return ok_status();
     };
-    LMRUN_RETURN_IF_ERROR(lookup("bos_token", bos_token_id_));
-    LMRUN_RETURN_IF_ERROR(lookup("eos_token", eos_token_id_));
+    LMRUN_RETURN_IF_ERROR(lookup("bos_token", bos_token_id_, &bos_token_));
+    LMRUN_RETURN_IF_ERROR(lookup("eos_token", eos_token_id_, &eos_token_));
     LMRUN_RETURN_IF_ERROR(lookup("pad_token", pad_token_id_));
     // Without a post-processor, transformers adds BOS/EOS per tokenizer_config.
     if (!post_processor_.is_defined()) {

@@ -55,6 +55,9 @@ class Tokenizer {
     std::optional<int32_t> bos_token_id() const { return bos_token_id_; }
     std::optional<int32_t> eos_token_id() const { return eos_token_id_; }
     std::optional<int32_t> pad_token_id() const { return pad_token_id_; }
+    // tokenizer_config's bos_token / eos_token as text ("" when absent), e.g. for chat templates.
+    const std::string& bos_token() const { return bos_token_; }
+    const std::string& eos_token() const { return eos_token_; }
     const nlohmann::json& tokenizer_config() const { return config_; }
 
     // For streaming: decodes `ids` as a chunk of a longer sequence. When
@@ -86,6 +89,8 @@ class Tokenizer {
     std::optional<int32_t> bos_token_id_;
     std::optional<int32_t> eos_token_id_;
     std::optional<int32_t> pad_token_id_;
+    std::string bos_token_;
+    std::string eos_token_;
 };
 
 }  // namespace lmrun

@@ -28,10 +28,10 @@ inline constexpr uint64_t kMaxValueBytes = uint64_t(64) << 20;
 inline constexpr size_t kMaxListItems = size_t(1) << 20;
 
 struct RenderLimits {
-    int64_t max_steps = 20'000'000;               // expressions, statements, items visited
-    int64_t max_bytes = int64_t(1) << 30;         // bytes of strings and list slots created
+    int64_t max_steps = 20'000'000;              // expressions, statements, items visited
+    int64_t max_bytes = int64_t(1) << 30;        // bytes of strings and list slots created
     size_t max_output_bytes = size_t(64) << 20;  // the rendered text
-    int max_depth = 500;                          // nested evaluation (expressions, blocks, macro calls)
+    int max_depth = 500;                         // nested evaluation (expressions, blocks, macro calls)
 };
 
 class RenderBudget {

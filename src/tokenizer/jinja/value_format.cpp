@@ -42,12 +42,13 @@ std::string format_python_float(double value) {
         text += digits;
     } else if (num_digits <= exponent + 1) {
         text += digits;
-        text.append(static_cast<size_t>(exponent + 1 - num_digits), '0');
+        text.append(static_cast<size_t>(exponent) + 1 - digits.size(), '0');
         text += ".0";
     } else {
-        text.append(digits, 0, static_cast<size_t>(exponent + 1));
+        const size_t integer_digits = static_cast<size_t>(exponent) + 1;  // exponent >= 0 here
+        text.append(digits, 0, integer_digits);
         text += '.';
-        text.append(digits, static_cast<size_t>(exponent + 1));
+        text.append(digits, integer_digits);
     }
     return text;
 }
@@ -205,6 +206,7 @@ class JsonWriter {
             return ok_status();
         }
         std::vector<const std::pair<std::string, Value>*> entries;
+        entries.reserve(dict.entries.size());
         for (const auto& entry : dict.entries) entries.push_back(&entry);
         if (options_.sort_keys)
             std::sort(entries.begin(), entries.end(),
