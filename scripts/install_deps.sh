@@ -23,6 +23,7 @@ DEMO_PACKAGES=(
     nlohmann-json3-dev     # config.json, safetensors headers, HTTP bodies
     libmicrohttpd-dev      # the server's HTTP layer (lmrun serve)
     libcpp-httplib-dev     # HTTP client of tools/bench_serve and the server's C++ tests
+    libcurl4-openssl-dev   # the router's client towards its workers (libcurl's multi interface)
     libcli11-dev           # command line
     libfmt-dev
     libxxhash-dev          # prefix-cache block hashes
@@ -30,9 +31,12 @@ DEMO_PACKAGES=(
     libicu-dev             # NFC normalization
     libopenmpi-dev openmpi-bin  # tensor parallelism across machines: the mpi backend (mpirun)
     libnuma-dev            # tensor parallelism: each rank's memory on its own NUMA node
+    pybind11-dev python3-dev   # the Python package's native module (python/, CMake target lmrun_python)
+    python3-venv python3-setuptools python3-wheel  # `pip install --no-build-isolation --no-index .` in a venv
 )
 TEST_PACKAGES=(
     libgtest-dev           # the unit tests
+    python3-pytest         # the Python package's tests (tests/python)
     curl                   # the server tests' raw SSE checks
     python3-jsonschema     # tests: independent validator of structured (JSON Schema) outputs
     python3-jinja2         # tests: reference renderings of the Qwen3 chat template (tool calls)

@@ -1,5 +1,6 @@
 // The lmrun command as a user runs it: generate prints the golden story, bad
-// input gets a clear message and a non-zero exit code, every subcommand has --help.
+// input gets a clear message and a non-zero exit code (the router's and --data-parallel-size's
+// options too), every subcommand has --help.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -61,6 +62,29 @@ TEST(Cli, GenerateFromTextWithJsonOutput) {
     EXPECT_EQ(record["finish_reason"], "length");
 }
 
+// --logprobs N with --json: per token the sampled id and logprob and the N best alternatives.
+TEST(Cli, GenerateJsonCarriesLogprobs) {
+    CommandResult result = run_lmrun("generate --model " + stories_dir() +
+                                     " --prompt \"Once upon a time\" --max-tokens 5 --temperature 0 --json "
+                                     "--logprobs 2 --no-progress --threads 1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    size_t start = result.output.find("{\"");
+    ASSERT_NE(start, std::string::npos) << result.output;
+    nlohmann::json record =
+        nlohmann::json::parse(result.output.substr(start, result.output.find('\n', start) - start));
+    ASSERT_EQ(record["logprobs"].size(), 5u) << record.dump();
+    for (size_t i = 0; i < 5; ++i) {
+        const nlohmann::json& token = record["logprobs"][i];
+        EXPECT_EQ(token["token_id"], record["token_ids"][i]);
+        ASSERT_EQ(token["top"].size(), 2u);
+        // Greedy: the sampled token is the most likely one.
+        EXPECT_EQ(token["top"][0][0], token["token_id"]);
+        EXPECT_NEAR(token["top"][0][1].get<float>(), token["logprob"].get<float>(), 1e-5);
+        EXPECT_LE(token["logprob"].get<float>(), 0.0f);
+        EXPECT_GE(token["top"][0][1].get<float>(), token["top"][1][1].get<float>());
+    }
+}
+
 TEST(Cli, BadInputGetsAClearErrorAndExitCode) {
     CommandResult missing = run_lmrun("generate --model /nonexistent/model --prompt-ids 1");
     EXPECT_NE(missing.exit_code, 0);
@@ -87,6 +111,32 @@ TEST(Cli, EverySubcommandHasHelp) {
         EXPECT_EQ(result.exit_code, 0) << command;
         EXPECT_NE(result.output.find("--model"), std::string::npos) << command << ": " << result.output;
     }
+    CommandResult router = run_lmrun("router --help");
+    EXPECT_EQ(router.exit_code, 0);
+    EXPECT_NE(router.output.find("--policy"), std::string::npos) << router.output;
+}
+
+TEST(Cli, RouterAndDataParallelOptionsAreChecked) {
+    CommandResult no_workers = run_lmrun("router --port 0");
+    EXPECT_EQ(no_workers.exit_code, 1);
+    EXPECT_NE(no_workers.output.find("no workers"), std::string::npos) << no_workers.output;
+
+    CommandResult bad_policy = run_lmrun("router --worker http://127.0.0.1:1 --policy random");
+    EXPECT_EQ(bad_policy.exit_code, 1);
+    EXPECT_NE(bad_policy.output.find("--policy"), std::string::npos) << bad_policy.output;
+
+    CommandResult bad_url = run_lmrun("router --worker ftp://x");
+    EXPECT_EQ(bad_url.exit_code, 1);
+    EXPECT_NE(bad_url.output.find("ftp://x"), std::string::npos) << bad_url.output;
+
+    CommandResult bad_size = run_lmrun("serve --model " + stories_dir() + " --data-parallel-size 0");
+    EXPECT_EQ(bad_size.exit_code, 1);
+    EXPECT_NE(bad_size.output.find("--data-parallel-size"), std::string::npos) << bad_size.output;
+
+    CommandResult bad_dp_policy =
+        run_lmrun("serve --model " + stories_dir() + " --data-parallel-size 2 --data-parallel-policy x");
+    EXPECT_EQ(bad_dp_policy.exit_code, 1);
+    EXPECT_NE(bad_dp_policy.output.find("--data-parallel-policy"), std::string::npos) << bad_dp_policy.output;
 }
 
 // A model folder like stories260k (weights and tokenizer linked, not copied) whose

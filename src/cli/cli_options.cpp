@@ -111,11 +111,12 @@ void EngineOptions::add_to(CLI::App& app) {
     app.add_option("--max-model-len", max_model_len, "Context length (default: the model's)")
         ->check(integer_range(0));
     app.add_option("--kv-cache-memory", kv_cache_memory_gib,
-                   "KV cache size in GiB (default: a fraction of free RAM)")
+                   "KV cache bound in GiB, committed as blocks are used (default: 4, as vLLM's CPU "
+                   "backend, at most half the available RAM)")
         ->check(finite_range(0, 1 << 20));
-    app.add_option("--kv-cache-fraction", kv_cache_fraction, "Fraction of available RAM for the KV cache")
-        ->check(finite_range(0.001, 1))
-        ->capture_default_str();
+    app.add_option("--kv-cache-fraction", kv_cache_fraction,
+                   "KV cache bound as a fraction of available RAM (when --kv-cache-memory is not given)")
+        ->check(finite_range(0.001, 1));
     app.add_flag("--no-prefix-caching", no_prefix_caching, "Disable prefix caching");
     app.add_flag("--no-chunked-prefill", no_chunked_prefill, "Disable chunked prefill");
     app.add_option(

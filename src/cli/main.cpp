@@ -3,6 +3,7 @@
 //   lmrun chat --model DIR                        interactive chat
 //   lmrun bench --model DIR                       prefill / decode throughput
 //   lmrun serve --model DIR                       OpenAI-compatible HTTP server
+//   lmrun router --worker URL ...                 one endpoint over many servers
 // and, not for users, `lmrun worker ...`: a tensor-parallel worker rank that rank 0 started
 // (parallel/worker_main.h); under mpirun every rank but 0 serves rank 0 from there too.
 // Exit codes (cli/exit_codes.h, documented in the README): 0 success, 1 bad input or
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
     commands["chat"] = lmrun::cli::add_chat_command(app);
     commands["bench"] = lmrun::cli::add_bench_command(app);
     commands["serve"] = lmrun::cli::add_serve_command(app);
+    commands["router"] = lmrun::cli::add_router_command(app);
     std::vector<std::string> args = lmrun::cli::expand_option_aliases(argc, argv);
     std::vector<char*> expanded_argv;
     for (std::string& arg : args) expanded_argv.push_back(arg.data());

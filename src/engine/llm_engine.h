@@ -88,6 +88,8 @@ class LLMEngine {
     Status health() const { return executor_->health(); }
     EngineStats stats() const;
     int64_t max_model_len() const { return executor_->runner().config().max_model_len; }
+    // Seconds create() spent loading the weights (the rest of create() sets up the runner).
+    double load_seconds() const { return executor_->load_seconds(); }
 
     // Compiles structured-output constraints for this model's vocabulary (built on
     // first use; thread-safe), so that the server can compile, and reject, a

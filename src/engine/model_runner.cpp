@@ -183,6 +183,8 @@ DecodePlan* ModelRunner::find_plan(int64_t num_seqs) {
 
 std::span<const SampleResult> ModelRunner::run(std::span<const RunnerSequence> seqs) {
     LMRUN_CHECK(int64_t(seqs.size()) <= config_.max_num_seqs, "more sequences than max_num_seqs");
+    if (std::this_thread::get_id() != workspace_thread_)
+        reserve_step_workspace();  // e.g. a server's engine thread
     bool decode_only = std::all_of(seqs.begin(), seqs.end(), [](const RunnerSequence& seq) {
         return seq.num_new_tokens == 1 && seq.sample;
     });
@@ -222,6 +224,8 @@ bool ModelRunner::run_worker_step() {
     if (group_.failed()) return false;
     const parallel::ReceivedStep step = parallel::decode_step(message);
     if (step.kind != parallel::MessageKind::Step) return false;
+    if (std::this_thread::get_id() != workspace_thread_)
+        reserve_step_workspace();  // a worker serving steps from another thread than start-up's
     model_->forward(step.context, kv_cache_->layers(), buffers_);
     if (!step.logit_rows.empty()) model_->compute_logits(step.logit_rows, buffers_, step.context.linear_path);
     return !group_.failed();

@@ -6,7 +6,9 @@
 //
 // Decode-only steps are padded to a batch-size bucket (1, 2, 4, 8, 16, 32, ...)
 // and replayed from a DecodePlan whose input buffers were allocated, and whose
-// kernels were warmed, at start-up: a decode step allocates nothing.
+// kernel scratch was reserved from the shapes, at start-up (and again on the
+// first step from another thread, since that scratch is per thread): a decode
+// step allocates nothing.
 //
 // Tensor parallelism: every rank runs a ModelRunner over its shard of the model and of the
 // KV cache, in the same process group. Rank 0 (driven by the engine) prepares each step and
@@ -17,6 +19,7 @@
 
 #include <memory>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include "core/result.h"
@@ -28,16 +31,20 @@
 
 namespace lmrun {
 
+// The KV budget when none is given: min(4 GiB, half of available_bytes).
+int64_t default_kv_cache_budget_bytes(int64_t available_bytes);
+
 struct ModelRunnerConfig {
     int64_t max_num_seqs = 64;
     int64_t max_num_batched_tokens = 2048;
     int64_t max_model_len = 0;  // 0 = the model's max_position_embeddings
     int64_t block_size = 256;
-    int64_t kv_cache_memory_bytes = 0;      // > 0: exact KV budget
-    double kv_cache_memory_fraction = 0.4;  // else: this fraction of available RAM after warm-up
-    bool use_decode_plans = true;           // false: run decode steps like prefill (for comparison tests)
-    // Tensor parallelism: the KV budget (bytes or fraction) is for the whole cache, all ranks
-    // together; ranks on one machine share its available memory.
+    int64_t kv_cache_memory_bytes = 0;    // > 0: KV budget (an upper bound: pages are committed on use)
+    double kv_cache_memory_fraction = 0;  // else if > 0: this fraction of available RAM
+                                          // else: default_kv_cache_budget_bytes() (4 GiB, as vLLM CPU)
+    bool use_decode_plans = true;         // false: run decode steps like prefill (for comparison tests)
+    // Tensor parallelism: a budget in bytes is for the whole cache, all ranks together; the
+    // fraction and the default are per machine, shared by the ranks on it.
     int ranks_sharing_memory = 1;
 };
 
@@ -71,7 +78,7 @@ struct DecodePlan {
 class ModelRunner {
   public:
     // `group`: the tensor-parallel group the model was loaded for (its collectives run inside
-    // create(): the warm-up and the KV cache size all ranks agree on).
+    // create(): the KV cache size all ranks agree on).
     static Result<std::unique_ptr<ModelRunner>> create(
         std::unique_ptr<CausalLM> model, const ModelRunnerConfig& config,
         parallel::ProcessGroup& group = parallel::single_process_group());
@@ -100,6 +107,7 @@ class ModelRunner {
     int64_t block_size() const { return config_.block_size; }
     int64_t max_blocks_per_seq() const { return max_blocks_per_seq_; }
     const KvCacheShape& kv_cache_shape() const { return kv_cache_->shape(); }
+    const KvCache& kv_cache() const { return *kv_cache_; }
     int64_t activation_bytes() const { return activation_bytes_; }
     parallel::ProcessGroup& group() const { return group_; }
     static std::vector<int64_t> decode_buckets(int64_t max_num_seqs);
@@ -111,7 +119,7 @@ class ModelRunner {
     int64_t agree_on_num_blocks(int64_t num_blocks);
     // Rank 0: sends the step to the other ranks, then runs the forward pass and the logits of `logit_rows`.
     void execute(const ForwardContext& context, std::span<const int32_t> logit_rows);
-    void warm_up(const KvCache& cache);
+    void reserve_step_workspace();
     ForwardContext prepare_prefill(std::span<const RunnerSequence> seqs, StepInputs& inputs) const;
     ForwardContext prepare_decode(std::span<const RunnerSequence> seqs, DecodePlan& plan) const;
     DecodePlan* find_plan(int64_t num_seqs);
@@ -132,6 +140,7 @@ class ModelRunner {
     std::vector<SampleResult> sample_results_;
     std::unique_ptr<KvCache> kv_cache_;
     int64_t activation_bytes_ = 0;
+    std::thread::id workspace_thread_;  // the thread whose kernel scratch is reserved
     bool keep_logits_ = false;
     std::vector<float> kept_logits_;
 };

@@ -59,6 +59,8 @@ class Executor {
     ModelRunner& runner() { return *runner_; }
     const ModelRunner& runner() const { return *runner_; }
     int tensor_parallel_size() const { return runner_->group().size(); }
+    // Seconds rank 0 spent loading its weights (the rest of create() starts ranks and runners).
+    double load_seconds() const { return load_seconds_; }
     const std::vector<RankPlacement>& placements() const { return placements_; }
     // Worker processes by rank - 1 (mp backend); empty otherwise.
     virtual std::vector<pid_t> worker_pids() const { return {}; }
@@ -74,6 +76,7 @@ class Executor {
 
     std::unique_ptr<ModelRunner> runner_;
     std::vector<RankPlacement> placements_;
+    double load_seconds_ = 0;
 
   private:
     mutable std::mutex failure_mutex_;

@@ -43,7 +43,7 @@ Result<std::unique_ptr<Executor>> MpiExecutor::create(const ExecutorConfig& conf
     log_info("tensor parallel: {} ranks, mpi backend", world.size);
     for (const std::string& description : ranks) log_info("  {}", description);
     std::unique_ptr<MpiExecutor> executor(new MpiExecutor());
-    LMRUN_ASSIGN_OR_RETURN(executor->runner_, start_rank(group, worker_config));
+    LMRUN_ASSIGN_OR_RETURN(executor->runner_, start_rank(group, worker_config, &executor->load_seconds_));
     return std::unique_ptr<Executor>(std::move(executor));
 }
 

@@ -80,7 +80,7 @@ Status MultiprocExecutor::start(const ExecutorConfig& config) {
                  placement.rank == 0 ? getpid() : pids[size_t(placement.rank - 1)]);
 
     group_->broadcast(std::as_bytes(std::span(config_json.data(), config_json.size())));
-    auto runner = start_rank(*group_, worker_config);
+    auto runner = start_rank(*group_, worker_config, &load_seconds_);
     if (!runner.ok()) {
         // Every rank saw the same verdict; the workers wait for this message to exit.
         workers_->expect_exits();

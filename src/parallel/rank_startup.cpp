@@ -31,7 +31,7 @@ Error group_failed() {
 }  // namespace
 
 Result<std::unique_ptr<CausalLM>> load_rank_model(const std::string& model_dir, DType dtype,
-                                                  const ParallelConfig& parallel) {
+                                                  const ParallelConfig& parallel, double* load_seconds) {
     LMRUN_ASSIGN_OR_RETURN(ModelConfig model_config, load_model_config(model_dir));
     Stopwatch load_timer;
     LMRUN_ASSIGN_OR_RETURN(std::unique_ptr<CausalLM> model,
@@ -40,6 +40,7 @@ Result<std::unique_ptr<CausalLM>> load_rank_model(const std::string& model_dir, 
              model_config.num_hidden_layers, double(model->weight_nbytes()) / (1 << 20), dtype_name(dtype),
              parallel.tp_size > 1 ? fmt::format(", rank {} of {}", parallel.tp_rank, parallel.tp_size) : "",
              load_timer.elapsed_seconds());
+    if (load_seconds) *load_seconds = load_timer.elapsed_seconds();
     return model;
 }
 
@@ -78,9 +79,11 @@ Status agree_on_status(ProcessGroup& group, const Status& local) {
     return Error{verdict->message, ErrorKind(verdict->kind), verdict->subject};
 }
 
-Result<std::unique_ptr<ModelRunner>> start_rank(ProcessGroup& group, const WorkerConfig& config) {
+Result<std::unique_ptr<ModelRunner>> start_rank(ProcessGroup& group, const WorkerConfig& config,
+                                                double* load_seconds) {
     ParallelConfig parallel{group.rank(), group.size(), group.size() > 1 ? &group : nullptr};
-    Result<std::unique_ptr<CausalLM>> model = load_rank_model(config.model_dir, config.dtype, parallel);
+    Result<std::unique_ptr<CausalLM>> model =
+        load_rank_model(config.model_dir, config.dtype, parallel, load_seconds);
     LMRUN_RETURN_IF_ERROR(agree_on_status(group, model.ok() ? ok_status() : Status(model.error())));
     auto runner = ModelRunner::create(std::move(model).value(), config.runner, group);
     LMRUN_RETURN_IF_ERROR(agree_on_status(group, runner.ok() ? ok_status() : Status(runner.error())));
