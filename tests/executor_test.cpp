@@ -43,7 +43,10 @@ std::vector<int32_t> golden_text(const std::string& model, size_t length) {
     return ids;
 }
 
-constexpr float kLogitTolerance = 1e-4f;
+// Ranks sum their partial products in another order than one process does. Measured worst case:
+// 1.05e-4 at -tp 4 in the ASan/UBSan build (-O1: other vectorization, so other rounding); below
+// 1e-4 in Release.
+constexpr float kLogitTolerance = 2e-4f;
 
 // Logits three ways on one process and on the launch's ranks, compared row by row.
 void expect_logits_match_one_process(const std::string& model, const Launch& launch) {
