@@ -18,6 +18,7 @@
 #include "cli/serve_data_parallel.h"
 #include "cli/server_limits.h"
 #include "core/logging.h"
+#include "parallel/placement.h"
 #include "server/http_server.h"
 
 namespace lmrun::cli {
@@ -106,6 +107,10 @@ int run_serve(ServeArgs& args) {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts, so all inherit it
     std::signal(SIGPIPE, SIG_IGN);                  // a client that hangs up is a failed write, not a crash
 
+    // Creating a tensor-parallel engine pins this thread to rank 0's CPUs; the engine thread
+    // (started below) inherits that, but the HTTP threads must not: on a 2-core machine they
+    // would share rank 0's one core with its compute, and /health would wait behind the steps.
+    const std::vector<int> front_end_cpus = parallel::current_cpus();
     auto engine = LLMEngine::create(args.engine.to_config());
     if (!engine.ok()) return log_error("{}", engine.error().message), exit_code_for(engine.error());
     auto chat_template = load_served_chat_template(args, engine.value()->tokenizer());
@@ -124,10 +129,11 @@ int run_serve(ServeArgs& args) {
     server::ServerMetrics metrics(info.served_name);
     server::AsyncEngineOptions engine_options{args.engine.max_num_seqs, args.max_queued_requests};
     server::AsyncEngine async_engine(std::move(engine).value(), engine_options, metrics);
+    async_engine.start();
+    parallel::pin_current_thread(front_end_cpus);
     server::HttpServer http(args.http, prompts, async_engine, metrics);
     auto port = http.bind();
     if (!port.ok()) return log_error("{}", port.error().message), kExitUsage;
-    async_engine.start();
     std::atomic<bool> serving{true};
     bool drained = true;
     std::thread signal_thread(
