@@ -140,4 +140,37 @@ void convert_from_f32(const float* src, void* dst, DType dst_dtype, size_t count
     LMRUN_CHECK(false, "convert_from_f32: %s is not a float type", dtype_name(dst_dtype).data());
 }
 
+namespace {
+
+// Loads through memcpy (rows of a mapped checkpoint may sit at odd byte offsets) and ORs the
+// tests together, so the loop vectorizes.
+template <typename Bits>
+bool any_exponent_all_ones(const void* values, size_t count, Bits exponent_mask) {
+    const auto* bytes = static_cast<const unsigned char*>(values);
+    bool any = false;
+    for (size_t i = 0; i < count; ++i) {
+        Bits value;
+        std::memcpy(&value, bytes + i * sizeof(Bits), sizeof(Bits));
+        any |= (value & exponent_mask) == exponent_mask;
+    }
+    return any;
+}
+
+}  // namespace
+
+bool has_non_finite(const void* values, DType dtype, size_t count) {
+    switch (dtype) {
+        case DType::F32:
+            return any_exponent_all_ones(values, count, uint32_t(0x7f800000));
+        case DType::BF16:
+            return any_exponent_all_ones(values, count, uint16_t(0x7f80));
+        case DType::F16:
+            return any_exponent_all_ones(values, count, uint16_t(0x7c00));
+        case DType::I32:
+        case DType::I64:
+            return false;
+    }
+    return false;
+}
+
 }  // namespace lmrun

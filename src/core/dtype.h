@@ -38,5 +38,8 @@ uint16_t f32_to_f16(float value);
 void convert_to_f32(const void* src, DType src_dtype, float* dst, size_t count);
 // Converts `count` F32 values to `dst_dtype` (F32, BF16 or F16).
 void convert_from_f32(const float* src, void* dst, DType dst_dtype, size_t count);
+// Whether any of `count` values of a float dtype is NaN or Inf (all exponent bits set); `values`
+// may be unaligned. Integer dtypes hold neither: false.
+bool has_non_finite(const void* values, DType dtype, size_t count);
 
 }  // namespace lmrun

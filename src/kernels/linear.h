@@ -18,7 +18,8 @@ namespace lmrun::kernels {
 struct PackedLinear;
 struct LinearWeightState;
 
-// Immutable after pack(); copies share the packed memory; thread-safe to call linear() on.
+// Immutable after pack() (or LinearWeightBuilder::finish()); copies share the packed memory;
+// thread-safe to call linear() on.
 class LinearWeight {
   public:
     LinearWeight() = default;
@@ -38,6 +39,9 @@ class LinearWeight {
     LinearWeightState& state() const { return *state_; }
 
   private:
+    friend class LinearWeightBuilder;  // packs a weight part by part (linear_weight_builder.h)
+    explicit LinearWeight(std::shared_ptr<LinearWeightState> state) : state_(std::move(state)) {}
+
     std::shared_ptr<LinearWeightState> state_;
 };
 

@@ -122,21 +122,23 @@ Status CausalLM::load_layer(const Checkpoint& checkpoint, int64_t index, Decoder
     return ok_status();
 }
 
-// The head is packed first, while the embedding table is still staged, so the table (311 MB
-// on the Qwen3-0.6B shape) is freed before the layers load; each part's file pages are released
-// once copied. Peak memory while loading is then the packed weights plus one staged tensor.
+// Every linear weight is packed straight from the mapped checkpoint, and each part's file pages
+// are released once packed, so peak memory while loading is the packed weights plus about one
+// checkpoint tensor. A tied head is packed from the embedding's tensor, and the embedding looks
+// its rows up there (the table is held once).
 Status CausalLM::load_weights(const Checkpoint& checkpoint) {
     const TensorInfo* src = nullptr;
     LMRUN_ASSIGN_OR_RETURN(src, checkpoint.get("model.embed_tokens.weight"));
-    LMRUN_RETURN_IF_ERROR(embed_tokens_.load_weight(*src));
-    checkpoint.release_tensors("model.embed_tokens.");
     // Tied models use the embedding table even when the file also stores lm_head.weight.
     if (config_.tie_word_embeddings) {
-        lm_head_.tie_to(embed_tokens_);
+        LMRUN_RETURN_IF_ERROR(lm_head_.load_weight(*src));
         lm_head_.finalize();
         // Rounding to the storage dtype is the same either way, so the lookup reads the head.
         embed_tokens_.share_with(lm_head_.packed());
+        checkpoint.release_tensors("model.embed_tokens.");
     } else {
+        LMRUN_RETURN_IF_ERROR(embed_tokens_.load_weight(*src));
+        checkpoint.release_tensors("model.embed_tokens.");
         LMRUN_ASSIGN_OR_RETURN(src, checkpoint.get("lm_head.weight"));
         LMRUN_RETURN_IF_ERROR(lm_head_.load_weight(*src));
         lm_head_.finalize();

@@ -7,8 +7,10 @@
 namespace lmrun {
 
 LinearBase::LinearBase(int64_t out_features, int64_t in_features, bool has_bias, DType storage_dtype)
-    : out_features_(out_features), in_features_(in_features), storage_dtype_(storage_dtype) {
-    staged_weight_ = Tensor::zeros(storage_dtype, {out_features, in_features});
+    : out_features_(out_features),
+      in_features_(in_features),
+      storage_dtype_(storage_dtype),
+      weight_builder_(out_features, in_features, storage_dtype) {
     if (has_bias) bias_ = Tensor::zeros(DType::F32, {out_features});
 }
 
@@ -20,9 +22,7 @@ void LinearBase::forward(const float* x, int64_t num_rows, float* y, LinearPath 
 }
 
 void LinearBase::finalize() {
-    packed_ = kernels::LinearWeight::pack(staged_weight_.raw(), storage_dtype_, out_features_, in_features_,
-                                          storage_dtype_);
-    staged_weight_ = Tensor();
+    packed_ = weight_builder_.finish();
 }
 
 ColumnParallelLinear::ColumnParallelLinear(int64_t out_features_total, int64_t in_features, bool has_bias,
@@ -30,7 +30,7 @@ ColumnParallelLinear::ColumnParallelLinear(int64_t out_features_total, int64_t i
     : LinearBase(out_features_total / parallel.tp_size, in_features, has_bias, dtype), parallel_(parallel) {}
 
 Status ColumnParallelLinear::load_weight(const TensorInfo& src) {
-    return load_column_parallel(src, staged_weight_, parallel_);
+    return load_column_parallel(src, weight_builder_, parallel_);
 }
 
 Status ColumnParallelLinear::load_bias(const TensorInfo& src) {
@@ -42,7 +42,7 @@ RowParallelLinear::RowParallelLinear(int64_t out_features, int64_t in_features_t
     : LinearBase(out_features, in_features_total / parallel.tp_size, has_bias, dtype), parallel_(parallel) {}
 
 Status RowParallelLinear::load_weight(const TensorInfo& src) {
-    return load_row_parallel(src, staged_weight_, parallel_);
+    return load_row_parallel(src, weight_builder_, parallel_);
 }
 
 void RowParallelLinear::forward(const float* x, int64_t num_rows, float* y, LinearPath path) const {
@@ -72,7 +72,7 @@ QKVParallelLinear::QKVParallelLinear(int64_t hidden_size, int64_t head_dim, int6
       parallel_(parallel) {}
 
 Status QKVParallelLinear::load_weight(const TensorInfo& src, QkvShard shard) {
-    return load_qkv_shard(src, staged_weight_, shard, num_heads_total_, num_kv_heads_total_, head_dim_,
+    return load_qkv_shard(src, weight_builder_, shard, num_heads_total_, num_kv_heads_total_, head_dim_,
                           parallel_);
 }
 
@@ -90,7 +90,7 @@ MergedColumnParallelLinear::MergedColumnParallelLinear(int64_t in_features,
       parallel_(parallel) {}
 
 Status MergedColumnParallelLinear::load_weight(const TensorInfo& src, int shard_index) {
-    return load_merged_column_shard(src, staged_weight_, shard_index, output_sizes_total_, parallel_);
+    return load_merged_column_shard(src, weight_builder_, shard_index, output_sizes_total_, parallel_);
 }
 
 }  // namespace lmrun

@@ -1,8 +1,9 @@
 // Linear layers that own their tensor-parallel sharding, as in vLLM/nano-vLLM:
 // each knows which slice of a checkpoint tensor it holds (weight_loader), and
 // fused layers (QKV, gate/up) pack several checkpoint tensors into one matrix so
-// a single GEMM computes them. Weights are staged in the storage dtype while the
-// checkpoint is read, then packed once (finalize) into the kernel's layout.
+// a single GEMM computes them. Each load_weight packs its part straight from the mapped
+// checkpoint into the kernel's layout (no staged copy of the weight); finalize() hands over the
+// packed weight once every part is in.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include "core/result.h"
 #include "core/tensor.h"
 #include "kernels/linear.h"
+#include "kernels/linear_weight_builder.h"
 #include "model/forward_context.h"
 #include "model/safetensors.h"
 #include "model/weight_loader.h"
@@ -24,7 +26,7 @@ class LinearBase {
 
     // y[num_rows, out] = x[num_rows, in] · Wᵀ (+ b)
     void forward(const float* x, int64_t num_rows, float* y, LinearPath path = LinearPath::Fastest) const;
-    // Packs the staged weight into the kernel layout and releases the staging copy.
+    // The packed weight is complete (every part loaded): the kernels may use it.
     void finalize();
     int64_t out_features() const { return out_features_; }
     int64_t in_features() const { return in_features_; }
@@ -35,8 +37,8 @@ class LinearBase {
     int64_t out_features_;
     int64_t in_features_;
     DType storage_dtype_;
-    Tensor staged_weight_;  // [out, in] until finalize()
-    Tensor bias_;           // F32 [out], empty if no bias
+    kernels::LinearWeightBuilder weight_builder_;  // [out, in], packed part by part until finalize()
+    Tensor bias_;                                  // F32 [out], empty if no bias
     kernels::LinearWeight packed_;
 };
 

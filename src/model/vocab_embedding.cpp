@@ -10,11 +10,11 @@ VocabParallelEmbedding::VocabParallelEmbedding(int64_t vocab_size, int64_t hidde
     : vocab_size_(vocab_size),
       hidden_size_(hidden_size),
       rows_per_rank_((vocab_size + parallel.tp_size - 1) / parallel.tp_size),
-      parallel_(parallel) {
-    table_ = Tensor::zeros(dtype, {rows_per_rank_, hidden_size});
-}
+      dtype_(dtype),
+      parallel_(parallel) {}
 
 Status VocabParallelEmbedding::load_weight(const TensorInfo& src) {
+    table_ = Tensor::zeros(dtype_, {rows_per_rank_, hidden_size_});
     return load_vocab_parallel(src, table_, parallel_);
 }
 
@@ -30,7 +30,7 @@ void VocabParallelEmbedding::forward(const int32_t* token_ids, int64_t num_token
 }
 
 void VocabParallelEmbedding::share_with(const kernels::LinearWeight& head) {
-    LMRUN_CHECK(head.out_features() == table_.dim(0) && head.in_features() == hidden_size_,
+    LMRUN_CHECK(head.out_features() == rows_per_rank_ && head.in_features() == hidden_size_,
                 "a tied LM head has the embedding table's shape");
     tied_head_ = head;
     table_ = Tensor();
@@ -38,23 +38,18 @@ void VocabParallelEmbedding::share_with(const kernels::LinearWeight& head) {
 
 ParallelLMHead::ParallelLMHead(int64_t vocab_size, int64_t hidden_size, DType dtype,
                                const ParallelConfig& parallel)
-    : vocab_size_(vocab_size), hidden_size_(hidden_size), dtype_(dtype), parallel_(parallel) {}
+    : vocab_size_(vocab_size),
+      hidden_size_(hidden_size),
+      dtype_(dtype),
+      weight_builder_((vocab_size + parallel.tp_size - 1) / parallel.tp_size, hidden_size, dtype),
+      parallel_(parallel) {}
 
 Status ParallelLMHead::load_weight(const TensorInfo& src) {
-    int64_t rows_per_rank = (vocab_size_ + parallel_.tp_size - 1) / parallel_.tp_size;
-    staged_weight_ = Tensor::zeros(dtype_, {rows_per_rank, hidden_size_});
-    return load_vocab_parallel(src, staged_weight_, parallel_);
-}
-
-void ParallelLMHead::tie_to(const VocabParallelEmbedding& embedding) {
-    staged_weight_ = embedding.table();
+    return load_vocab_parallel(src, weight_builder_, parallel_);
 }
 
 void ParallelLMHead::finalize() {
-    LMRUN_CHECK(!staged_weight_.empty(), "LM head has no weight (neither loaded nor tied)");
-    packed_ = kernels::LinearWeight::pack(staged_weight_.raw(), staged_weight_.dtype(), staged_weight_.dim(0),
-                                          hidden_size_, dtype_);
-    staged_weight_ = Tensor();
+    packed_ = weight_builder_.finish();
 }
 
 void ParallelLMHead::forward(const float* hidden, int64_t num_rows, float* logits, LinearPath path) const {

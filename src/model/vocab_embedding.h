@@ -2,8 +2,9 @@
 // (vocab-parallel): rank r holds rows [r * n, (r + 1) * n) of the table, n = ceil(vocab /
 // tp_size) (the last shard is padded with zero rows). The embedding looks up the ids in its
 // range, writes zero rows for the others and all-reduces; the LM head computes its n logit
-// columns, which the model gathers to rank 0. With tied embeddings the LM head is built from
-// the embedding table, so a checkpoint without `lm_head.weight` loads.
+// columns, which the model gathers to rank 0. With tied embeddings the LM head is packed from
+// the embedding's checkpoint tensor and the embedding looks its rows up in the packed head, so
+// the table is held once and a checkpoint without `lm_head.weight` loads.
 #pragma once
 
 #include "core/result.h"
@@ -19,12 +20,13 @@ class VocabParallelEmbedding {
   public:
     VocabParallelEmbedding(int64_t vocab_size, int64_t hidden_size, DType dtype,
                            const ParallelConfig& parallel);
+    // Copies the table (untied models; a tied model calls share_with() instead).
     Status load_weight(const TensorInfo& src);
     // out[num_tokens, hidden] = table[token_ids], on every rank.
     void forward(const int32_t* token_ids, int64_t num_tokens, float* out) const;
-    // Empty once shared_with() a tied head: the lookup then reads the head's packed weight.
+    // Empty until load_weight(), and when sharing a tied head's packed weight.
     const Tensor& table() const { return table_; }
-    // Drops the table and looks rows up in `head` (the tied LM head built from it).
+    // Looks rows up in `head` (the tied LM head, packed from this embedding's tensor).
     void share_with(const kernels::LinearWeight& head);
     int64_t vocab_size() const { return vocab_size_; }
     int64_t rows_per_rank() const { return rows_per_rank_; }
@@ -33,7 +35,8 @@ class VocabParallelEmbedding {
     int64_t vocab_size_;
     int64_t hidden_size_;
     int64_t rows_per_rank_;
-    Tensor table_;  // [vocab_size / tp, hidden] in the storage dtype
+    DType dtype_;
+    Tensor table_;  // [rows_per_rank, hidden] in the storage dtype
     kernels::LinearWeight tied_head_;
     ParallelConfig parallel_;
 };
@@ -41,9 +44,10 @@ class VocabParallelEmbedding {
 class ParallelLMHead {
   public:
     ParallelLMHead(int64_t vocab_size, int64_t hidden_size, DType dtype, const ParallelConfig& parallel);
+    // Packs this rank's rows of `src` ([vocab, hidden]: lm_head.weight, or with tied embeddings
+    // model.embed_tokens.weight) straight from the checkpoint.
     Status load_weight(const TensorInfo& src);
-    // Ties the head to the embedding table (no lm_head.weight needed).
-    void tie_to(const VocabParallelEmbedding& embedding);
+    // The packed head is complete: the kernels may use it.
     void finalize();
     // This rank's logit columns [num_rows, rows_per_rank()] for the given hidden rows only.
     void forward(const float* hidden, int64_t num_rows, float* logits, LinearPath path) const;
@@ -56,7 +60,7 @@ class ParallelLMHead {
     int64_t vocab_size_;
     int64_t hidden_size_;
     DType dtype_;
-    Tensor staged_weight_;
+    kernels::LinearWeightBuilder weight_builder_;  // until finalize()
     kernels::LinearWeight packed_;
     ParallelConfig parallel_;
 };

@@ -29,12 +29,45 @@ struct ShardCopy {
     int64_t dst_row = 0;
 };
 
+// Where a loader writes its shard: a tensor (rows copied, converted to its dtype) or a linear
+// weight's packed layout (rows packed straight from the mapped file, no staged copy).
+class Destination {
+  public:
+    explicit Destination(Tensor& tensor) : tensor_(&tensor), shape_(tensor.shape()) {}
+    explicit Destination(kernels::LinearWeightBuilder& packed)
+        : packed_(&packed), shape_{packed.out_features(), packed.in_features()} {}
+
+    const std::vector<int64_t>& shape() const { return shape_; }
+    int64_t rank() const { return int64_t(shape_.size()); }
+    int64_t dim(int64_t i) const { return shape_[size_t(i)]; }
+    int64_t rows() const { return shape_.empty() ? 1 : shape_[0]; }
+    int64_t cols() const { return shape_.size() <= 1 ? 1 : shape_[0] == 0 ? 0 : numel() / shape_[0]; }
+    int64_t numel() const {
+        int64_t total = 1;
+        for (int64_t size : shape_) total *= size;
+        return total;
+    }
+    DType dtype() const { return tensor_ ? tensor_->dtype() : packed_->storage_dtype(); }
+    bool allocated() const { return packed_ || !tensor_->empty() || tensor_->numel() == 0; }
+
+    // Copies num_rows rows of num_cols elements (`src` rows `src_stride` bytes apart) to rows
+    // [dst_row, ...); returns -1 or the index of the first row holding NaN or Inf once converted.
+    int64_t write_rows(const unsigned char* src, DType src_dtype, size_t src_stride, int64_t num_rows,
+                       int64_t dst_row) const;
+    void zero_rows(int64_t first_row, int64_t num_rows) const;
+
+  private:
+    Tensor* tensor_ = nullptr;
+    kernels::LinearWeightBuilder* packed_ = nullptr;
+    std::vector<int64_t> shape_;
+};
+
 std::string tp_note(const ParallelConfig& parallel) {
     return parallel.tp_size > 1 ? fmt::format(" (full checkpoint shape for tp_size {})", parallel.tp_size)
                                 : "";
 }
 
-Status check_inputs(const TensorInfo& src, const Tensor& dst, const ParallelConfig& parallel) {
+Status check_inputs(const TensorInfo& src, const Destination& dst, const ParallelConfig& parallel) {
     if (parallel.tp_size < 1 || parallel.tp_rank < 0 || parallel.tp_rank >= parallel.tp_size)
         return make_error("{}: tensor '{}': invalid tensor-parallel rank {} of size {}", src.file_path,
                           src.name, parallel.tp_rank, parallel.tp_size);
@@ -42,7 +75,7 @@ Status check_inputs(const TensorInfo& src, const Tensor& dst, const ParallelConf
         return make_error(ErrorKind::Unsupported,
                           "{}: tensor '{}' has dtype {}, expected a float type (F32, BF16, F16)",
                           src.file_path, src.name, dtype_name(src.dtype));
-    if (!is_float(dst.dtype()) || (dst.empty() && dst.numel() != 0))
+    if (!is_float(dst.dtype()) || !dst.allocated())
         return make_error("{}: tensor '{}': destination must be an allocated F32/BF16/F16 tensor",
                           src.file_path, src.name);
     return ok_status();
@@ -78,26 +111,6 @@ void convert_row(const unsigned char* src, DType src_dtype, void* dst, DType dst
     convert_from_f32(floats.data(), dst, dst_dtype, size_t(count));
 }
 
-// Whether a converted row holds NaN or Inf (all exponent bits set): a corrupt weight. Checked on
-// the rows this rank loads, so a shard damaged only where another rank reads still loads here.
-bool has_non_finite(const void* row, DType dtype, int64_t count) {
-    auto any_all_ones = [&](auto* values, auto exponent_mask) {
-        for (int64_t i = 0; i < count; ++i)
-            if ((values[i] & exponent_mask) == exponent_mask) return true;
-        return false;
-    };
-    switch (dtype) {
-        case DType::F32:
-            return any_all_ones(static_cast<const uint32_t*>(row), uint32_t(0x7f800000));
-        case DType::BF16:
-            return any_all_ones(static_cast<const uint16_t*>(row), uint16_t(0x7f80));
-        case DType::F16:
-            return any_all_ones(static_cast<const uint16_t*>(row), uint16_t(0x7c00));
-        default:
-            return false;
-    }
-}
-
 // Unmaps the pages of `src` from this process once its slice was copied: the page cache keeps
 // them for other ranks (and a later read faults them back in), but this process's resident
 // memory no longer counts every page it touched, which for a row-parallel slice is the whole
@@ -109,60 +122,79 @@ void release_source_pages(const TensorInfo& src) {
     if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
-Status copy_shard(const TensorInfo& src, Tensor& dst, const ShardCopy& copy, const ParallelConfig& parallel) {
+void lower_to(std::atomic<int64_t>& value, int64_t candidate) {
+    int64_t current = value.load();
+    while (candidate < current && !value.compare_exchange_weak(current, candidate)) {
+    }
+}
+
+// A converted row holding NaN or Inf (all exponent bits set) is a corrupt weight. Checked on the
+// rows this rank loads, so a shard damaged only where another rank reads still loads here.
+int64_t Destination::write_rows(const unsigned char* src, DType src_dtype, size_t src_stride,
+                                int64_t num_rows, int64_t dst_row) const {
+    const int64_t num_cols = cols();
+    if (packed_)
+        return packed_->pack_rows(dst_row, kernels::WeightRows{src, src_dtype, num_rows, src_stride});
+    const size_t dst_row_bytes = size_t(num_cols) * dtype_size_bytes(tensor_->dtype());
+    auto* dst_base = static_cast<unsigned char*>(tensor_->raw()) + size_t(dst_row) * dst_row_bytes;
+    std::atomic<int64_t> first_bad_row{num_rows};
+    parallel_for(num_rows, [&](int64_t begin, int64_t end) {
+        std::vector<unsigned char> aligned;
+        std::vector<float> floats;
+        for (int64_t row = begin; row < end; ++row) {
+            unsigned char* to = dst_base + size_t(row) * dst_row_bytes;
+            convert_row(src + size_t(row) * src_stride, src_dtype, to, tensor_->dtype(), num_cols, aligned,
+                        floats);
+            if (has_non_finite(to, tensor_->dtype(), size_t(num_cols))) lower_to(first_bad_row, row);
+        }
+    });
+    return first_bad_row.load() == num_rows ? -1 : first_bad_row.load();
+}
+
+void Destination::zero_rows(int64_t first_row, int64_t num_rows) const {
+    if (packed_) return packed_->zero_rows(first_row, num_rows);
+    const size_t row_bytes = size_t(cols()) * dtype_size_bytes(tensor_->dtype());
+    std::memset(static_cast<unsigned char*>(tensor_->raw()) + size_t(first_row) * row_bytes, 0,
+                size_t(num_rows) * row_bytes);
+}
+
+Status copy_shard(const TensorInfo& src, const Destination& dst, const ShardCopy& copy,
+                  const ParallelConfig& parallel) {
     LMRUN_RETURN_IF_ERROR(check_inputs(src, dst, parallel));
     LMRUN_RETURN_IF_ERROR(check_shape(src, copy.expected_src_shape, parallel));
     int64_t src_rows = src.shape.empty() ? 1 : src.shape[0];
     int64_t src_cols = src_rows == 0 ? 0 : src.numel() / src_rows;
-    int64_t dst_rows = dst.rank() == 0 ? 1 : dst.dim(0);
-    int64_t dst_cols = dst_rows == 0 ? 0 : dst.numel() / dst_rows;
     LMRUN_CHECK(copy.src_row >= 0 && copy.src_row + copy.num_rows <= src_rows && copy.src_col >= 0 &&
-                    copy.src_col + copy.num_cols <= src_cols && copy.dst_row + copy.num_rows <= dst_rows &&
-                    copy.num_cols == dst_cols,
+                    copy.src_col + copy.num_cols <= src_cols && copy.dst_row + copy.num_rows <= dst.rows() &&
+                    copy.num_cols == dst.cols(),
                 "shard copy out of range for %s", src.name.c_str());
-    size_t src_elem = dtype_size_bytes(src.dtype);
-    size_t dst_elem = dtype_size_bytes(dst.dtype());
-    const auto* src_base = static_cast<const unsigned char*>(src.data);
-    auto* dst_base = static_cast<unsigned char*>(dst.raw());
-    std::atomic<int64_t> first_bad_row{-1};
-    parallel_for(copy.num_rows, [&](int64_t begin, int64_t end) {
-        std::vector<unsigned char> aligned;
-        std::vector<float> floats;
-        for (int64_t row = begin; row < end; ++row) {
-            const unsigned char* from =
-                src_base + (size_t(copy.src_row + row) * src_cols + copy.src_col) * src_elem;
-            unsigned char* to = dst_base + size_t(copy.dst_row + row) * dst_cols * dst_elem;
-            convert_row(from, src.dtype, to, dst.dtype(), copy.num_cols, aligned, floats);
-            if (has_non_finite(to, dst.dtype(), copy.num_cols)) first_bad_row.store(row);
-        }
-    });
+    const size_t src_elem = dtype_size_bytes(src.dtype);
+    const auto* first = static_cast<const unsigned char*>(src.data) +
+                        (size_t(copy.src_row) * size_t(src_cols) + size_t(copy.src_col)) * src_elem;
+    const int64_t bad_row =
+        dst.write_rows(first, src.dtype, size_t(src_cols) * src_elem, copy.num_rows, copy.dst_row);
     release_source_pages(src);
-    if (first_bad_row.load() >= 0)
+    if (bad_row >= 0)
         return with_subject(
             make_error(ErrorKind::Corrupt,
                        "{}: tensor '{}' holds NaN or Inf values (row {}, columns {}..{}): the "
                        "file is corrupt",
-                       src.file_path, src.name, copy.src_row + first_bad_row.load(), copy.src_col,
+                       src.file_path, src.name, copy.src_row + bad_row, copy.src_col,
                        copy.src_col + copy.num_cols - 1),
             src.file_path);
     return ok_status();
 }
 
-int64_t cols_of(const Tensor& dst) {
-    return dst.rank() <= 1 ? 1 : dst.numel() / dst.dim(0);
-}
-
-}  // namespace
-
-Status load_replicated(const TensorInfo& src, Tensor& dst) {
+Status load_replicated_to(const TensorInfo& src, const Destination& dst) {
     ShardCopy copy;
     copy.expected_src_shape = dst.shape();
-    copy.num_rows = dst.rank() == 0 ? 1 : dst.dim(0);
-    copy.num_cols = dst.rank() == 0 ? 1 : cols_of(dst);
+    copy.num_rows = dst.rows();
+    copy.num_cols = dst.cols();
     return copy_shard(src, dst, copy, ParallelConfig{});
 }
 
-Status load_column_parallel(const TensorInfo& src, Tensor& dst, const ParallelConfig& parallel) {
+Status load_column_parallel_to(const TensorInfo& src, const Destination& dst,
+                               const ParallelConfig& parallel) {
     if (dst.rank() < 1)
         return make_error("{}: tensor '{}': column-parallel needs rank >= 1", src.file_path, src.name);
     ShardCopy copy;
@@ -170,12 +202,12 @@ Status load_column_parallel(const TensorInfo& src, Tensor& dst, const ParallelCo
     copy.expected_src_shape[0] *= parallel.tp_size;
     copy.src_row = parallel.tp_rank * dst.dim(0);
     copy.num_rows = dst.dim(0);
-    copy.num_cols = cols_of(dst);
+    copy.num_cols = dst.cols();
     return copy_shard(src, dst, copy, parallel);
 }
 
-Status load_row_parallel(const TensorInfo& src, Tensor& dst, const ParallelConfig& parallel) {
-    if (dst.rank() == 1) return load_replicated(src, dst);  // a bias is added once, after the reduction
+Status load_row_parallel_to(const TensorInfo& src, const Destination& dst, const ParallelConfig& parallel) {
+    if (dst.rank() == 1) return load_replicated_to(src, dst);  // a bias is added once, after the reduction
     if (dst.rank() != 2)
         return make_error("{}: tensor '{}': row-parallel needs a 2-D or 1-D parameter", src.file_path,
                           src.name);
@@ -188,8 +220,8 @@ Status load_row_parallel(const TensorInfo& src, Tensor& dst, const ParallelConfi
     return copy_shard(src, dst, copy, parallel);
 }
 
-Status load_qkv_shard(const TensorInfo& src, Tensor& dst, QkvShard shard, int64_t num_heads,
-                      int64_t num_kv_heads, int64_t head_dim, const ParallelConfig& parallel) {
+Status load_qkv_shard_to(const TensorInfo& src, const Destination& dst, QkvShard shard, int64_t num_heads,
+                         int64_t num_kv_heads, int64_t head_dim, const ParallelConfig& parallel) {
     int64_t tp = parallel.tp_size;
     if (num_heads <= 0 || num_kv_heads <= 0 || head_dim <= 0 || tp < 1 || num_heads % tp != 0 ||
         (num_kv_heads >= tp ? num_kv_heads % tp != 0 : tp % num_kv_heads != 0))
@@ -213,15 +245,15 @@ Status load_qkv_shard(const TensorInfo& src, Tensor& dst, QkvShard shard, int64_
     copy.expected_src_shape[0] = (is_q ? num_heads : num_kv_heads) * head_dim;
     copy.src_row = first_head * head_dim;
     copy.num_rows = local_heads * head_dim;
-    copy.num_cols = cols_of(dst);
+    copy.num_cols = dst.cols();
     copy.dst_row = shard == QkvShard::Q   ? 0
                    : shard == QkvShard::K ? local_q_heads * head_dim
                                           : (local_q_heads + local_kv_heads) * head_dim;
     return copy_shard(src, dst, copy, parallel);
 }
 
-Status load_merged_column_shard(const TensorInfo& src, Tensor& dst, int index,
-                                std::span<const int64_t> output_sizes, const ParallelConfig& parallel) {
+Status load_merged_column_shard_to(const TensorInfo& src, const Destination& dst, int index,
+                                   std::span<const int64_t> output_sizes, const ParallelConfig& parallel) {
     int64_t tp = parallel.tp_size;
     if (index < 0 || size_t(index) >= output_sizes.size() || tp < 1 || dst.rank() < 1)
         return make_error("{}: tensor '{}': bad merged-column index {} of {} outputs", src.file_path,
@@ -240,12 +272,12 @@ Status load_merged_column_shard(const TensorInfo& src, Tensor& dst, int index,
     copy.expected_src_shape[0] = output_sizes[index];
     copy.src_row = parallel.tp_rank * local_rows;
     copy.num_rows = local_rows;
-    copy.num_cols = cols_of(dst);
+    copy.num_cols = dst.cols();
     copy.dst_row = std::accumulate(output_sizes.begin(), output_sizes.begin() + index, int64_t(0)) / tp;
     return copy_shard(src, dst, copy, parallel);
 }
 
-Status load_vocab_parallel(const TensorInfo& src, Tensor& dst, const ParallelConfig& parallel) {
+Status load_vocab_parallel_to(const TensorInfo& src, const Destination& dst, const ParallelConfig& parallel) {
     if (dst.rank() != 2 || src.shape.size() != 2)
         return make_error(ErrorKind::Corrupt,
                           "{}: tensor '{}' has shape {}, expected a 2-D [vocab, hidden] tensor",
@@ -265,11 +297,62 @@ Status load_vocab_parallel(const TensorInfo& src, Tensor& dst, const ParallelCon
     copy.num_cols = dst.dim(1);
     LMRUN_RETURN_IF_ERROR(copy_shard(src, dst, copy, parallel));
     // Padding rows: zero so that padded logits / embeddings are inert.
-    size_t row_bytes = size_t(dst.dim(1)) * dtype_size_bytes(dst.dtype());
-    if (copy.num_rows < rows_per_rank)
-        std::memset(static_cast<unsigned char*>(dst.raw()) + size_t(copy.num_rows) * row_bytes, 0,
-                    size_t(rows_per_rank - copy.num_rows) * row_bytes);
+    if (copy.num_rows < rows_per_rank) dst.zero_rows(copy.num_rows, rows_per_rank - copy.num_rows);
     return ok_status();
+}
+
+}  // namespace
+
+Status load_replicated(const TensorInfo& src, Tensor& dst) {
+    return load_replicated_to(src, Destination(dst));
+}
+
+Status load_column_parallel(const TensorInfo& src, Tensor& dst, const ParallelConfig& parallel) {
+    return load_column_parallel_to(src, Destination(dst), parallel);
+}
+
+Status load_column_parallel(const TensorInfo& src, kernels::LinearWeightBuilder& dst,
+                            const ParallelConfig& parallel) {
+    return load_column_parallel_to(src, Destination(dst), parallel);
+}
+
+Status load_row_parallel(const TensorInfo& src, Tensor& dst, const ParallelConfig& parallel) {
+    return load_row_parallel_to(src, Destination(dst), parallel);
+}
+
+Status load_row_parallel(const TensorInfo& src, kernels::LinearWeightBuilder& dst,
+                         const ParallelConfig& parallel) {
+    return load_row_parallel_to(src, Destination(dst), parallel);
+}
+
+Status load_qkv_shard(const TensorInfo& src, Tensor& dst, QkvShard shard, int64_t num_heads,
+                      int64_t num_kv_heads, int64_t head_dim, const ParallelConfig& parallel) {
+    return load_qkv_shard_to(src, Destination(dst), shard, num_heads, num_kv_heads, head_dim, parallel);
+}
+
+Status load_qkv_shard(const TensorInfo& src, kernels::LinearWeightBuilder& dst, QkvShard shard,
+                      int64_t num_heads, int64_t num_kv_heads, int64_t head_dim,
+                      const ParallelConfig& parallel) {
+    return load_qkv_shard_to(src, Destination(dst), shard, num_heads, num_kv_heads, head_dim, parallel);
+}
+
+Status load_merged_column_shard(const TensorInfo& src, Tensor& dst, int index,
+                                std::span<const int64_t> output_sizes, const ParallelConfig& parallel) {
+    return load_merged_column_shard_to(src, Destination(dst), index, output_sizes, parallel);
+}
+
+Status load_merged_column_shard(const TensorInfo& src, kernels::LinearWeightBuilder& dst, int index,
+                                std::span<const int64_t> output_sizes, const ParallelConfig& parallel) {
+    return load_merged_column_shard_to(src, Destination(dst), index, output_sizes, parallel);
+}
+
+Status load_vocab_parallel(const TensorInfo& src, Tensor& dst, const ParallelConfig& parallel) {
+    return load_vocab_parallel_to(src, Destination(dst), parallel);
+}
+
+Status load_vocab_parallel(const TensorInfo& src, kernels::LinearWeightBuilder& dst,
+                           const ParallelConfig& parallel) {
+    return load_vocab_parallel_to(src, Destination(dst), parallel);
 }
 
 }  // namespace lmrun

@@ -5,6 +5,9 @@
 // row-parallel splits dim 1 (inputs). A shape mismatch is an Error naming the checkpoint
 // file, the tensor, the expected (full) shape and the actual one.
 // With tp_size 1 every loader copies the whole tensor; TP > 1 only changes the numbers.
+// The loaders of linear weights also take a kernels::LinearWeightBuilder: the shard is then
+// packed straight from the mapped checkpoint into the kernels' layout (no staged copy), its
+// [out_features, in_features] standing for the LOCAL shape.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +15,7 @@
 
 #include "core/result.h"
 #include "core/tensor.h"
+#include "kernels/linear_weight_builder.h"
 #include "model/safetensors.h"
 
 namespace lmrun {
@@ -32,8 +36,12 @@ struct ParallelConfig {
 Status load_replicated(const TensorInfo& src, Tensor& dst);
 // Rows [rank * n, (rank + 1) * n) of src, n = dst.dim(0); also for 1-D biases.
 Status load_column_parallel(const TensorInfo& src, Tensor& dst, const ParallelConfig& parallel);
+Status load_column_parallel(const TensorInfo& src, kernels::LinearWeightBuilder& dst,
+                            const ParallelConfig& parallel);
 // Columns [rank * n, (rank + 1) * n) of a 2-D src, n = dst.dim(1); a 1-D bias is replicated.
 Status load_row_parallel(const TensorInfo& src, Tensor& dst, const ParallelConfig& parallel);
+Status load_row_parallel(const TensorInfo& src, kernels::LinearWeightBuilder& dst,
+                         const ParallelConfig& parallel);
 
 enum class QkvShard { Q, K, V };
 // dst: packed [(num_heads / tp + 2 * local_kv_heads) * head_dim, in] (or 1-D for biases),
@@ -41,12 +49,19 @@ enum class QkvShard { Q, K, V };
 // num_kv_heads < tp_size each kv head is replicated on tp_size / num_kv_heads ranks.
 Status load_qkv_shard(const TensorInfo& src, Tensor& dst, QkvShard shard, int64_t num_heads,
                       int64_t num_kv_heads, int64_t head_dim, const ParallelConfig& parallel);
+Status load_qkv_shard(const TensorInfo& src, kernels::LinearWeightBuilder& dst, QkvShard shard,
+                      int64_t num_heads, int64_t num_kv_heads, int64_t head_dim,
+                      const ParallelConfig& parallel);
 // dst: packed rows of several column-parallel outputs (e.g. gate then up, full sizes
 // `output_sizes`); fills this rank's part of output `index`.
 Status load_merged_column_shard(const TensorInfo& src, Tensor& dst, int index,
                                 std::span<const int64_t> output_sizes, const ParallelConfig& parallel);
+Status load_merged_column_shard(const TensorInfo& src, kernels::LinearWeightBuilder& dst, int index,
+                                std::span<const int64_t> output_sizes, const ParallelConfig& parallel);
 // Embedding / LM head [vocab, hidden]: dst [rows_per_rank, hidden] gets vocab rows
 // [rank * rows_per_rank, ...); rows past vocab_size (padding) are zero.
 Status load_vocab_parallel(const TensorInfo& src, Tensor& dst, const ParallelConfig& parallel);
+Status load_vocab_parallel(const TensorInfo& src, kernels::LinearWeightBuilder& dst,
+                           const ParallelConfig& parallel);
 
 }  // namespace lmrun

@@ -1,0 +1,222 @@
+#include "kernels/linear_weight_builder.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "core/check.h"
+#include "core/parallel.h"
+#include "kernels/linear_weight_state.h"
+
+namespace lmrun::kernels {
+namespace {
+
+// Large weights go on 2 MiB-aligned, huge-page-advised memory: the GEMV streams them at DRAM
+// speed, and 4 KiB pages cost it ~30% in TLB misses (measured on the LM head). The kernel zeroes
+// a fresh page on first touch either way; a 2 MiB page costs one fault instead of 512.
+void* allocate_weight_memory(size_t nbytes) {
+    constexpr size_t kHugePage = size_t(2) << 20;
+    if (nbytes < kHugePage) return std::aligned_alloc(64, (nbytes + 63) / 64 * 64);
+    size_t rounded = (nbytes + kHugePage - 1) / kHugePage * kHugePage;
+    void* memory = std::aligned_alloc(kHugePage, rounded);
+    if (memory) madvise(memory, rounded, MADV_HUGEPAGE);  // advice only; failure is harmless
+    return memory;
+}
+
+// Lanes [lane_begin, lane_end) of one BF16 tile from rows already in BF16 (`rows` is lane
+// lane_begin's row). A tile holds k-pairs, (n, k) at pair k/2, lane n, slot k%2, so a pair of
+// consecutive source elements moves as one 32-bit word: the tile is the transpose of the rows'
+// words. Pairs past in_features are zero; an odd in_features leaves slot 1 of its last pair zero.
+void pack_lanes_bf16(const unsigned char* rows, size_t row_stride, int64_t lane_begin, int64_t lane_end,
+                     const PackedLinear& w, unsigned char* tile) {
+    constexpr size_t kWord = 4;
+    const int64_t full_pairs = w.in_features / 2;
+    const size_t lanes_bytes = size_t(lane_end - lane_begin) * kWord;
+    for (int64_t pair = 0; pair < full_pairs; ++pair) {
+        unsigned char* out = tile + size_t(pair * kTileOutputs + lane_begin) * kWord;
+        const unsigned char* src = rows + size_t(pair) * kWord;
+        for (int64_t lane = 0; lane < lane_end - lane_begin; ++lane)
+            std::memcpy(out + size_t(lane) * kWord, src + size_t(lane) * row_stride, kWord);
+    }
+    int64_t pair = full_pairs;
+    if (w.in_features % 2 != 0) {
+        unsigned char* out = tile + size_t(pair * kTileOutputs + lane_begin) * kWord;
+        const unsigned char* src = rows + size_t(pair) * kWord;
+        for (int64_t lane = 0; lane < lane_end - lane_begin; ++lane) {
+            uint16_t element;
+            std::memcpy(&element, src + size_t(lane) * row_stride, sizeof(element));
+            const uint32_t word = element;  // slot 0 is the low half (little-endian)
+            std::memcpy(out + size_t(lane) * kWord, &word, kWord);
+        }
+        ++pair;
+    }
+    for (; pair < w.padded_in / 2; ++pair)
+        std::memset(tile + size_t(pair * kTileOutputs + lane_begin) * kWord, 0, lanes_bytes);
+}
+
+// The same for an F32 tile, [padded_in][64]: (n, k) at row k, lane n.
+void pack_lanes_f32(const unsigned char* rows, size_t row_stride, int64_t lane_begin, int64_t lane_end,
+                    const PackedLinear& w, unsigned char* tile) {
+    constexpr size_t kElement = sizeof(float);
+    for (int64_t k = 0; k < w.in_features; ++k) {
+        unsigned char* out = tile + size_t(k * kTileOutputs + lane_begin) * kElement;
+        const unsigned char* src = rows + size_t(k) * kElement;
+        for (int64_t lane = 0; lane < lane_end - lane_begin; ++lane)
+            std::memcpy(out + size_t(lane) * kElement, src + size_t(lane) * row_stride, kElement);
+    }
+    for (int64_t k = w.in_features; k < w.padded_in; ++k)
+        std::memset(tile + size_t(k * kTileOutputs + lane_begin) * kElement, 0,
+                    size_t(lane_end - lane_begin) * kElement);
+}
+
+// `count` source rows converted to the storage dtype, one after another in `out`.
+void convert_rows(const unsigned char* rows, const WeightRows& source, int64_t count, int64_t in_features,
+                  DType storage_dtype, std::vector<unsigned char>& out) {
+    const size_t src_bytes = size_t(in_features) * dtype_size_bytes(source.dtype);
+    const size_t dst_bytes = size_t(in_features) * dtype_size_bytes(storage_dtype);
+    out.resize(size_t(count) * dst_bytes);
+    std::vector<unsigned char> aligned;
+    std::vector<float> floats(static_cast<size_t>(in_features));
+    for (int64_t i = 0; i < count; ++i) {
+        const unsigned char* row = rows + size_t(i) * source.row_stride_bytes;
+        if (reinterpret_cast<uintptr_t>(row) % dtype_size_bytes(source.dtype) != 0) {
+            aligned.assign(row, row + src_bytes);
+            row = aligned.data();
+        }
+        convert_to_f32(row, source.dtype, floats.data(), size_t(in_features));
+        convert_from_f32(floats.data(), out.data() + size_t(i) * dst_bytes, storage_dtype,
+                         size_t(in_features));
+    }
+}
+
+void lower_to(std::atomic<int64_t>& value, int64_t candidate) {
+    int64_t current = value.load();
+    while (candidate < current && !value.compare_exchange_weak(current, candidate)) {
+    }
+}
+
+}  // namespace
+
+LinearWeightBuilder::LinearWeightBuilder(int64_t out_features, int64_t in_features, DType storage_dtype)
+    : out_features_(out_features), in_features_(in_features), storage_dtype_(storage_dtype) {
+    LMRUN_CHECK(storage_dtype == DType::F32 || storage_dtype == DType::BF16,
+                "linear weights are stored as F32 or BF16");
+}
+
+void LinearWeightBuilder::allocate() {
+    if (state_) return;
+    LMRUN_CHECK(out_features_ > 0 && in_features_ > 0, "empty linear weight");
+    state_ = std::make_shared<LinearWeightState>();
+    PackedLinear& w = state_->packed;
+    w.dtype = storage_dtype_;
+    w.out_features = out_features_;
+    w.in_features = in_features_;
+    const int64_t padding = in_padding(storage_dtype_);
+    w.padded_in = (in_features_ + padding - 1) / padding * padding;
+    w.num_tiles = (out_features_ + kTileOutputs - 1) / kTileOutputs;
+    const size_t tile_bytes = size_t(w.tile_elements()) * dtype_size_bytes(storage_dtype_);
+    state_->nbytes = size_t(w.num_tiles) * tile_bytes;
+    state_->buffer.reset(allocate_weight_memory(state_->nbytes));
+    LMRUN_CHECK(state_->buffer != nullptr, "out of memory packing a linear weight");
+    w.data = state_->buffer.get();
+    // The lanes past out_features in the last tile belong to no row: zero them now (the kernels
+    // read them); pack_rows writes every other byte, padded k included.
+    if (out_features_ % kTileOutputs != 0)
+        std::memset(static_cast<unsigned char*>(state_->buffer.get()) + size_t(w.num_tiles - 1) * tile_bytes,
+                    0, tile_bytes);
+    rows_written_.assign(size_t(out_features_), false);
+}
+
+void LinearWeightBuilder::mark_written(int64_t first_row, int64_t num_rows) {
+    std::fill_n(rows_written_.begin() + first_row, num_rows, true);
+}
+
+int64_t LinearWeightBuilder::pack_rows(int64_t first_row, const WeightRows& rows) {
+    LMRUN_CHECK(first_row >= 0 && rows.num_rows >= 0 && first_row + rows.num_rows <= out_features_,
+                "rows [%lld, %lld) outside a weight of %lld rows", static_cast<long long>(first_row),
+                static_cast<long long>(first_row + rows.num_rows), static_cast<long long>(out_features_));
+    LMRUN_CHECK(rows.dtype == DType::F32 || rows.dtype == DType::BF16 || rows.dtype == DType::F16,
+                "linear weights come as F32, BF16 or F16");
+    if (rows.num_rows == 0) return -1;
+    allocate();
+    const PackedLinear& w = state_->packed;
+    const size_t tile_bytes = size_t(w.tile_elements()) * dtype_size_bytes(storage_dtype_);
+    const int64_t end_row = first_row + rows.num_rows;
+    const int64_t first_tile = first_row / kTileOutputs;
+    const int64_t num_tiles = (end_row + kTileOutputs - 1) / kTileOutputs - first_tile;
+    const auto* source = static_cast<const unsigned char*>(rows.data);
+    auto* buffer = static_cast<unsigned char*>(state_->buffer.get());
+    std::atomic<int64_t> first_bad_row{rows.num_rows};
+    // Each thread packs whole tiles, so it writes (and first touches) its own pages.
+    parallel_for(num_tiles, [&](int64_t begin, int64_t end) {
+        std::vector<unsigned char> converted;
+        for (int64_t t = first_tile + begin; t < first_tile + end; ++t) {
+            const int64_t tile_row = t * kTileOutputs;
+            const int64_t lane_begin = std::max(first_row, tile_row) - tile_row;
+            const int64_t lane_end = std::min(end_row, tile_row + kTileOutputs) - tile_row;
+            const int64_t src_row = tile_row + lane_begin - first_row;
+            const int64_t count = lane_end - lane_begin;
+            const unsigned char* src = source + size_t(src_row) * rows.row_stride_bytes;
+            size_t src_stride = rows.row_stride_bytes;
+            if (rows.dtype != storage_dtype_) {
+                convert_rows(src, rows, count, in_features_, storage_dtype_, converted);
+                src = converted.data();
+                src_stride = size_t(in_features_) * dtype_size_bytes(storage_dtype_);
+            }
+            // Reading each row once in order also brings the tile's rows into cache for the
+            // transposing reads below.
+            for (int64_t i = 0; i < count; ++i) {
+                if (has_non_finite(src + size_t(i) * src_stride, storage_dtype_, size_t(in_features_))) {
+                    lower_to(first_bad_row, src_row + i);
+                    break;
+                }
+            }
+            unsigned char* tile = buffer + size_t(t) * tile_bytes;
+            if (storage_dtype_ == DType::BF16) {
+                pack_lanes_bf16(src, src_stride, lane_begin, lane_end, w, tile);
+            } else {
+                pack_lanes_f32(src, src_stride, lane_begin, lane_end, w, tile);
+            }
+        }
+    });
+    mark_written(first_row, rows.num_rows);
+    return first_bad_row.load() == rows.num_rows ? -1 : first_bad_row.load();
+}
+
+void LinearWeightBuilder::zero_rows(int64_t first_row, int64_t num_rows) {
+    LMRUN_CHECK(first_row >= 0 && num_rows >= 0 && first_row + num_rows <= out_features_,
+                "zero rows outside the weight");
+    if (num_rows == 0) return;
+    allocate();
+    const PackedLinear& w = state_->packed;
+    const size_t element = dtype_size_bytes(storage_dtype_);
+    // BF16 rows span a pair (2 elements) per k-pair, F32 rows one element per k.
+    const int64_t steps = storage_dtype_ == DType::BF16 ? w.padded_in / 2 : w.padded_in;
+    const size_t step_lane_bytes = storage_dtype_ == DType::BF16 ? 2 * element : element;
+    auto* buffer = static_cast<unsigned char*>(state_->buffer.get());
+    for (int64_t row = first_row; row < first_row + num_rows;) {
+        const int64_t tile = row / kTileOutputs;
+        const int64_t lane = row % kTileOutputs;
+        const int64_t lanes = std::min(kTileOutputs - lane, first_row + num_rows - row);
+        unsigned char* base = buffer + size_t(tile * w.tile_elements()) * element;
+        for (int64_t step = 0; step < steps; ++step)
+            std::memset(base + size_t(step * kTileOutputs + lane) * step_lane_bytes, 0,
+                        size_t(lanes) * step_lane_bytes);
+        row += lanes;
+    }
+    mark_written(first_row, num_rows);
+}
+
+LinearWeight LinearWeightBuilder::finish() {
+    allocate();
+    LMRUN_CHECK(std::all_of(rows_written_.begin(), rows_written_.end(), [](bool written) { return written; }),
+                "a linear weight was finished with rows never loaded");
+    LinearWeight weight(std::move(state_));
+    state_.reset();
+    rows_written_.clear();
+    return weight;
+}
+
+}  // namespace lmrun::kernels

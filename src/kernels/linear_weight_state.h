@@ -1,0 +1,21 @@
+// Internal to the linear kernels: what a LinearWeight holds (the packed buffer it owns and its
+// cached oneDNN primitives), shared by linear.cpp and the builder that fills it.
+#pragma once
+
+#include <cstddef>
+#include <cstdlib>
+#include <memory>
+
+#include "kernels/linear_gemv.h"
+#include "kernels/linear_onednn.h"
+
+namespace lmrun::kernels {
+
+struct LinearWeightState {
+    PackedLinear packed;
+    size_t nbytes = 0;
+    std::unique_ptr<void, decltype(&std::free)> buffer{nullptr, &std::free};
+    OnednnLinear onednn;
+};
+
+}  // namespace lmrun::kernels
