@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <numeric>
+
+#include "kernels/linear_gemv.h"
 
 namespace lmrun {
 namespace {
@@ -194,6 +197,74 @@ TEST(WeightLoader, VocabParallelPadsWithZeros) {
     Tensor bf16 = Tensor::zeros(DType::BF16, {5, 2});
     ASSERT_TRUE(load_vocab_parallel(embed.info, bf16, rank(0, 1)).ok());
     EXPECT_EQ(bf16.data<uint16_t>()[9], 0x4110);  // 9.0
+}
+
+// Loading into a LinearWeightBuilder packs the same shard the tensor path copies: each loader's
+// rows, converted to the storage dtype, at the same places (rank 1 of 2, F32 source, BF16 held).
+TEST(WeightLoader, PackedShardsMatchTheTensorPath) {
+    using kernels::LinearWeight;
+    using kernels::LinearWeightBuilder;
+    auto expect_same = [](const Tensor& tensor, LinearWeightBuilder& builder) {
+        LinearWeight from_tensor =
+            LinearWeight::pack(tensor.raw(), tensor.dtype(), tensor.dim(0), tensor.dim(1), DType::BF16);
+        LinearWeight packed = builder.finish();
+        ASSERT_EQ(packed.nbytes(), from_tensor.nbytes());
+        EXPECT_EQ(std::memcmp(packed.packed().data, from_tensor.packed().data, packed.nbytes()), 0);
+    };
+    FakeTensor w("w", {130, 6});
+    Tensor column = Tensor::zeros(DType::BF16, {65, 6});
+    LinearWeightBuilder column_packed(65, 6, DType::BF16);
+    ASSERT_TRUE(load_column_parallel(w.info, column, rank(1, 2)).ok());
+    ASSERT_TRUE(load_column_parallel(w.info, column_packed, rank(1, 2)).ok());
+    expect_same(column, column_packed);
+
+    Tensor row = Tensor::zeros(DType::BF16, {130, 3});
+    LinearWeightBuilder row_packed(130, 3, DType::BF16);
+    ASSERT_TRUE(load_row_parallel(w.info, row, rank(1, 2)).ok());
+    ASSERT_TRUE(load_row_parallel(w.info, row_packed, rank(1, 2)).ok());
+    expect_same(row, row_packed);
+
+    // 4 q heads and 2 kv heads of 40 rows: rank 1 holds q heads 2-3 and kv head 1 (160 rows).
+    FakeTensor q("q", {160, 6}), k("k", {80, 6}), v("v", {80, 6});
+    Tensor qkv = Tensor::zeros(DType::BF16, {160, 6});
+    LinearWeightBuilder qkv_packed(160, 6, DType::BF16);
+    for (auto [src, shard] :
+         {std::pair{&v, QkvShard::V}, std::pair{&q, QkvShard::Q}, std::pair{&k, QkvShard::K}}) {
+        ASSERT_TRUE(load_qkv_shard(src->info, qkv, shard, 4, 2, 40, rank(1, 2)).ok());
+        ASSERT_TRUE(load_qkv_shard(src->info, qkv_packed, shard, 4, 2, 40, rank(1, 2)).ok());
+    }
+    expect_same(qkv, qkv_packed);
+
+    std::vector<int64_t> sizes = {130, 130};
+    Tensor merged = Tensor::zeros(DType::BF16, {130, 6});
+    LinearWeightBuilder merged_packed(130, 6, DType::BF16);
+    for (int index = 0; index < 2; ++index) {
+        ASSERT_TRUE(load_merged_column_shard(w.info, merged, index, sizes, rank(1, 2)).ok());
+        ASSERT_TRUE(load_merged_column_shard(w.info, merged_packed, index, sizes, rank(1, 2)).ok());
+    }
+    expect_same(merged, merged_packed);
+
+    // 130 vocab rows over 2 ranks of 66: rank 1 holds 64 rows and 2 padding rows.
+    Tensor vocab = Tensor::zeros(DType::BF16, {66, 6});
+    LinearWeightBuilder vocab_packed(66, 6, DType::BF16);
+    ASSERT_TRUE(load_vocab_parallel(w.info, vocab, rank(1, 2)).ok());
+    ASSERT_TRUE(load_vocab_parallel(w.info, vocab_packed, rank(1, 2)).ok());
+    expect_same(vocab, vocab_packed);
+}
+
+TEST(WeightLoader, NonFiniteWeightIsCorruptInBothPaths) {
+    FakeTensor w("model.layers.3.mlp.down_proj.weight", {70, 4});
+    w.values[69 * 4 + 1] = std::numeric_limits<float>::quiet_NaN();
+    Tensor dst = Tensor::zeros(DType::BF16, {70, 4});
+    kernels::LinearWeightBuilder packed(70, 4, DType::BF16);
+    for (const Status& status :
+         {load_column_parallel(w.info, dst, rank(0, 1)), load_column_parallel(w.info, packed, rank(0, 1))}) {
+        ASSERT_FALSE(status.ok());
+        EXPECT_EQ(status.error().kind, ErrorKind::Corrupt);
+        EXPECT_NE(status.error().message.find("down_proj.weight' holds NaN or Inf values (row 69"),
+                  std::string::npos)
+            << status.error().message;
+    }
 }
 
 void expect_error(const Status& status, std::initializer_list<std::string> needles) {

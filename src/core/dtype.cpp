@@ -142,18 +142,20 @@ void convert_from_f32(const float* src, void* dst, DType dst_dtype, size_t count
 
 namespace {
 
-// Loads through memcpy (rows of a mapped checkpoint may sit at odd byte offsets) and ORs the
-// tests together, so the loop vectorizes.
+// A value is NaN or Inf when its magnitude bits (sign cleared) are at least the all-ones
+// exponent. Loads go through memcpy (rows of a mapped checkpoint may sit at odd byte offsets)
+// and the test is a max reduction, which vectorizes: a weight load scans every element.
 template <typename Bits>
-bool any_exponent_all_ones(const void* values, size_t count, Bits exponent_mask) {
+bool any_exponent_all_ones(const void* values, size_t count, Bits magnitude_mask, Bits exponent_mask) {
     const auto* bytes = static_cast<const unsigned char*>(values);
-    bool any = false;
+    Bits largest = 0;
     for (size_t i = 0; i < count; ++i) {
         Bits value;
         std::memcpy(&value, bytes + i * sizeof(Bits), sizeof(Bits));
-        any |= (value & exponent_mask) == exponent_mask;
+        value &= magnitude_mask;
+        largest = value > largest ? value : largest;
     }
-    return any;
+    return largest >= exponent_mask;
 }
 
 }  // namespace
@@ -161,11 +163,11 @@ bool any_exponent_all_ones(const void* values, size_t count, Bits exponent_mask)
 bool has_non_finite(const void* values, DType dtype, size_t count) {
     switch (dtype) {
         case DType::F32:
-            return any_exponent_all_ones(values, count, uint32_t(0x7f800000));
+            return any_exponent_all_ones(values, count, uint32_t(0x7fffffff), uint32_t(0x7f800000));
         case DType::BF16:
-            return any_exponent_all_ones(values, count, uint16_t(0x7f80));
+            return any_exponent_all_ones(values, count, uint16_t(0x7fff), uint16_t(0x7f80));
         case DType::F16:
-            return any_exponent_all_ones(values, count, uint16_t(0x7c00));
+            return any_exponent_all_ones(values, count, uint16_t(0x7fff), uint16_t(0x7c00));
         case DType::I32:
         case DType::I64:
             return false;
