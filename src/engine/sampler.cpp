@@ -29,9 +29,9 @@ constexpr int64_t kTopPPrefilter = 1024;
 Sampler::Sampler(int64_t vocab_size, int64_t max_rows)
     : vocab_size_(vocab_size),
       max_rows_(max_rows),
-      candidate_ids_(size_t(vocab_size * max_rows)),
-      candidate_probs_(size_t(vocab_size * max_rows)),
-      seen_(size_t(vocab_size * max_rows)) {}
+      candidate_ids_(Tensor::zeros(DType::I32, {max_rows, vocab_size})),
+      candidate_probs_(Tensor::zeros(DType::F32, {max_rows, vocab_size})),
+      seen_(Tensor::zeros(DType::I32, {max_rows, (vocab_size + 3) / 4})) {}
 
 double Sampler::uniform(uint64_t seed, int64_t step) {
     uint64_t bits = splitmix64(splitmix64(seed) ^ uint64_t(step));
@@ -70,7 +70,7 @@ void Sampler::sample_row(float* logits, const SamplingInputs& inputs, int64_t ro
     out.token_id = token;
     if (want_logprobs) {
         // The row itself was modified by sampling; fill_logprobs saved the raw logits in candidate_probs_.
-        out.logprob = candidate_probs_[size_t(row * vocab_size_ + token)] - raw_max - raw_log_sum;
+        out.logprob = candidate_probs_.data<float>()[row * vocab_size_ + token] - raw_max - raw_log_sum;
         for (int32_t i = 0; i < out.num_top; ++i) out.top_logprobs[i] -= raw_max + raw_log_sum;
     }
 }
@@ -78,11 +78,11 @@ void Sampler::sample_row(float* logits, const SamplingInputs& inputs, int64_t ro
 // Saves the raw row (for the sampled token's logprob) and the top-N raw logits.
 void Sampler::fill_logprobs(const float* raw_logits, const SamplingInputs& inputs, int64_t row,
                             SampleResult& out) {
-    float* saved = candidate_probs_.data() + row * vocab_size_;
+    float* saved = candidate_probs_.data<float>() + row * vocab_size_;
     std::copy_n(raw_logits, vocab_size_, saved);
     int32_t wanted = std::min<int32_t>(inputs.num_logprobs, kMaxLogprobs);
     if (wanted <= 0) return;
-    int32_t* ids = candidate_ids_.data() + row * vocab_size_;
+    int32_t* ids = candidate_ids_.data<int32_t>() + row * vocab_size_;
     for (int64_t i = 0; i < vocab_size_; ++i) ids[i] = int32_t(i);
     auto by_logit = [&](int32_t a, int32_t b) {
         return saved[a] > saved[b] || (saved[a] == saved[b] && a < b);
@@ -116,7 +116,7 @@ void Sampler::apply_token_mask(float* logits, const uint32_t* mask) const {
 void Sampler::apply_penalties(float* logits, const SamplingInputs& inputs, int64_t row) {
     if (inputs.repetition_penalty != 1.0f) {
         // HF semantics: every token seen in prompt or output is penalized once.
-        uint8_t* seen = seen_.data() + row * vocab_size_;
+        uint8_t* seen = static_cast<uint8_t*>(seen_.raw()) + row * vocab_size_;
         auto penalize = [&](int32_t id) {
             if (id < 0 || id >= vocab_size_ || seen[id]) return;
             seen[id] = 1;
@@ -130,7 +130,7 @@ void Sampler::apply_penalties(float* logits, const SamplingInputs& inputs, int64
     }
     if (inputs.presence_penalty != 0.0f || inputs.frequency_penalty != 0.0f) {
         // OpenAI semantics over generated tokens: -= frequency * count + presence * (count > 0).
-        uint8_t* seen = seen_.data() + row * vocab_size_;
+        uint8_t* seen = static_cast<uint8_t*>(seen_.raw()) + row * vocab_size_;
         for (int32_t id : inputs.output_ids) {
             if (id < 0 || id >= vocab_size_) continue;
             logits[id] -= inputs.frequency_penalty;
@@ -147,7 +147,7 @@ void Sampler::apply_penalties(float* logits, const SamplingInputs& inputs, int64
 int32_t Sampler::sample_filtered(float* logits, const SamplingInputs& inputs, int64_t row) {
     kernels::softmax(logits, vocab_size_, inputs.temperature);
     const float* probs = logits;
-    int32_t* ids = candidate_ids_.data() + row * vocab_size_;
+    int32_t* ids = candidate_ids_.data<int32_t>() + row * vocab_size_;
     int64_t count = vocab_size_;
     for (int64_t i = 0; i < vocab_size_; ++i) ids[i] = int32_t(i);
     auto by_prob = [&](int32_t a, int32_t b) {

@@ -10,6 +10,8 @@
 #include <span>
 #include <vector>
 
+#include "core/tensor.h"
+
 namespace lmrun {
 
 struct SamplingInputs {
@@ -59,9 +61,11 @@ class Sampler {
 
     int64_t vocab_size_;
     int64_t max_rows_;
-    std::vector<int32_t> candidate_ids_;  // [max_rows, vocab]
-    std::vector<float> candidate_probs_;  // [max_rows, vocab]
-    std::vector<uint8_t> seen_;           // [max_rows, vocab]: presence-penalty marks
+    // Scratch of max_rows x vocab entries (87 MiB for 64 rows of a 152k vocabulary): tensors, whose
+    // fresh pages are committed only when a row is first used, not all at start-up.
+    Tensor candidate_ids_;    // I32 [max_rows, vocab]
+    Tensor candidate_probs_;  // F32 [max_rows, vocab]
+    Tensor seen_;             // [max_rows, vocab] bytes (an I32 tensor's memory): penalty marks, kept zero
 };
 
 }  // namespace lmrun
