@@ -3,8 +3,10 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/logging.h"
 #include "core/memory_info.h"
 #include "core/op_profiler.h"
+#include "core/timer.h"
 #include "parallel/step_message.h"
 
 namespace lmrun {
@@ -102,8 +104,13 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<CausalL
             "GiB available",
             config.max_num_seqs, config.max_num_batched_tokens, step_bytes / kGiB, double(available) / kGiB);
     }
+    const double start_s = now_seconds();
     std::unique_ptr<ModelRunner> runner(new ModelRunner(std::move(model), config, group));
+    const double built_s = now_seconds();
     LMRUN_RETURN_IF_ERROR(runner->allocate_kv_cache());
+    log_debug(
+        "runner: step buffers, sampler and decode plans in {:.0f} ms, KV cache and workspaces in {:.0f} ms",
+        1e3 * (built_s - start_s), 1e3 * (now_seconds() - built_s));
     return runner;
 }
 
