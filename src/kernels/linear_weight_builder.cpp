@@ -25,50 +25,39 @@ void* allocate_weight_memory(size_t nbytes) {
     return memory;
 }
 
-// Lanes [lane_begin, lane_end) of one BF16 tile from rows already in BF16 (`rows` is lane
-// lane_begin's row). A tile holds k-pairs, (n, k) at pair k/2, lane n, slot k%2, so a pair of
-// consecutive source elements moves as one 32-bit word: the tile is the transpose of the rows'
-// words. Pairs past in_features are zero; an odd in_features leaves slot 1 of its last pair zero.
-void pack_lanes_bf16(const unsigned char* rows, size_t row_stride, int64_t lane_begin, int64_t lane_end,
-                     const PackedLinear& w, unsigned char* tile) {
+// Every packed layout is a transpose of 4-byte words: a tile is [padded_in words][64 lanes] of
+// one word each, where a row's word j is its bytes [4j, 4j + 4): one F32 element, a BF16 k-pair
+// (slot k%2 at the low half), or an int8 k-quad. So one routine packs lanes [lane_begin,
+// lane_end) of a tile from rows already in the storage dtype (`rows` is lane lane_begin's row),
+// a last partial word zero-filled and the words past the row (padded k) zero.
+void pack_lanes(const unsigned char* rows, size_t row_stride, int64_t lane_begin, int64_t lane_end,
+                const PackedLinear& w, unsigned char* tile) {
     constexpr size_t kWord = 4;
-    const int64_t full_pairs = w.in_features / 2;
-    const size_t lanes_bytes = size_t(lane_end - lane_begin) * kWord;
-    for (int64_t pair = 0; pair < full_pairs; ++pair) {
-        unsigned char* out = tile + size_t(pair * kTileOutputs + lane_begin) * kWord;
-        const unsigned char* src = rows + size_t(pair) * kWord;
-        for (int64_t lane = 0; lane < lane_end - lane_begin; ++lane)
+    const size_t row_bytes = size_t(w.in_features) * dtype_size_bytes(w.dtype);
+    const size_t full_words = row_bytes / kWord;
+    const size_t tile_words = size_t(w.padded_in) * dtype_size_bytes(w.dtype) / kWord;
+    const int64_t lanes = lane_end - lane_begin;
+    auto word_out = [&](size_t word) {
+        return tile + (word * size_t(kTileOutputs) + size_t(lane_begin)) * kWord;
+    };
+    for (size_t word = 0; word < full_words; ++word) {
+        unsigned char* out = word_out(word);
+        const unsigned char* src = rows + word * kWord;
+        for (int64_t lane = 0; lane < lanes; ++lane)
             std::memcpy(out + size_t(lane) * kWord, src + size_t(lane) * row_stride, kWord);
     }
-    int64_t pair = full_pairs;
-    if (w.in_features % 2 != 0) {
-        unsigned char* out = tile + size_t(pair * kTileOutputs + lane_begin) * kWord;
-        const unsigned char* src = rows + size_t(pair) * kWord;
-        for (int64_t lane = 0; lane < lane_end - lane_begin; ++lane) {
-            uint16_t element;
-            std::memcpy(&element, src + size_t(lane) * row_stride, sizeof(element));
-            const uint32_t word = element;  // slot 0 is the low half (little-endian)
-            std::memcpy(out + size_t(lane) * kWord, &word, kWord);
+    size_t word = full_words;
+    if (row_bytes % kWord != 0) {
+        unsigned char* out = word_out(word);
+        const unsigned char* src = rows + word * kWord;
+        for (int64_t lane = 0; lane < lanes; ++lane) {
+            unsigned char bytes[kWord] = {};  // little-endian: the row's bytes fill the low end
+            std::memcpy(bytes, src + size_t(lane) * row_stride, row_bytes % kWord);
+            std::memcpy(out + size_t(lane) * kWord, bytes, kWord);
         }
-        ++pair;
+        ++word;
     }
-    for (; pair < w.padded_in / 2; ++pair)
-        std::memset(tile + size_t(pair * kTileOutputs + lane_begin) * kWord, 0, lanes_bytes);
-}
-
-// The same for an F32 tile, [padded_in][64]: (n, k) at row k, lane n.
-void pack_lanes_f32(const unsigned char* rows, size_t row_stride, int64_t lane_begin, int64_t lane_end,
-                    const PackedLinear& w, unsigned char* tile) {
-    constexpr size_t kElement = sizeof(float);
-    for (int64_t k = 0; k < w.in_features; ++k) {
-        unsigned char* out = tile + size_t(k * kTileOutputs + lane_begin) * kElement;
-        const unsigned char* src = rows + size_t(k) * kElement;
-        for (int64_t lane = 0; lane < lane_end - lane_begin; ++lane)
-            std::memcpy(out + size_t(lane) * kElement, src + size_t(lane) * row_stride, kElement);
-    }
-    for (int64_t k = w.in_features; k < w.padded_in; ++k)
-        std::memset(tile + size_t(k * kTileOutputs + lane_begin) * kElement, 0,
-                    size_t(lane_end - lane_begin) * kElement);
+    for (; word < tile_words; ++word) std::memset(word_out(word), 0, size_t(lanes) * kWord);
 }
 
 // `count` source rows converted to the storage dtype, one after another in `out`.
@@ -174,11 +163,7 @@ int64_t LinearWeightBuilder::pack_rows(int64_t first_row, const WeightRows& rows
                 }
             }
             unsigned char* tile = buffer + size_t(t) * tile_bytes;
-            if (storage_dtype_ == DType::BF16) {
-                pack_lanes_bf16(src, src_stride, lane_begin, lane_end, w, tile);
-            } else {
-                pack_lanes_f32(src, src_stride, lane_begin, lane_end, w, tile);
-            }
+            pack_lanes(src, src_stride, lane_begin, lane_end, w, tile);
         }
     });
     mark_written(first_row, rows.num_rows);
@@ -191,19 +176,15 @@ void LinearWeightBuilder::zero_rows(int64_t first_row, int64_t num_rows) {
     if (num_rows == 0) return;
     allocate();
     const PackedLinear& w = state_->packed;
-    const size_t element = dtype_size_bytes(storage_dtype_);
-    // BF16 rows span a pair (2 elements) per k-pair, F32 rows one element per k.
-    const int64_t steps = storage_dtype_ == DType::BF16 ? w.padded_in / 2 : w.padded_in;
-    const size_t step_lane_bytes = storage_dtype_ == DType::BF16 ? 2 * element : element;
+    const size_t tile_bytes = size_t(w.tile_elements()) * dtype_size_bytes(storage_dtype_);
     auto* buffer = static_cast<unsigned char*>(state_->buffer.get());
     for (int64_t row = first_row; row < first_row + num_rows;) {
         const int64_t tile = row / kTileOutputs;
         const int64_t lane = row % kTileOutputs;
         const int64_t lanes = std::min(kTileOutputs - lane, first_row + num_rows - row);
-        unsigned char* base = buffer + size_t(tile * w.tile_elements()) * element;
-        for (int64_t step = 0; step < steps; ++step)
-            std::memset(base + size_t(step * kTileOutputs + lane) * step_lane_bytes, 0,
-                        size_t(lanes) * step_lane_bytes);
+        unsigned char* base = buffer + size_t(tile) * tile_bytes;
+        for (size_t word = 0; word < tile_bytes / (4 * size_t(kTileOutputs)); ++word)  // see pack_lanes
+            std::memset(base + (word * size_t(kTileOutputs) + size_t(lane)) * 4, 0, size_t(lanes) * 4);
         row += lanes;
     }
     mark_written(first_row, num_rows);
