@@ -62,7 +62,7 @@ std::string quantifier(int32_t min_repeat, int32_t max_repeat) {
 
 }  // namespace
 
-std::vector<CodepointRange> normalize_ranges(std::vector<CodepointRange> ranges) {
+std::vector<CodepointRange> normalize_ranges(const std::vector<CodepointRange>& ranges) {
     std::vector<CodepointRange> split;
     for (CodepointRange range : ranges) {
         if (range.first > range.last) continue;
@@ -161,7 +161,7 @@ ExprId Grammar::repeat(ExprId item, int32_t min_repeat, int32_t max_repeat) {
 RuleId Grammar::add_rule(std::string_view name) {
     std::string unique(name);
     for (int suffix = 1; find_rule(unique) >= 0; ++suffix) unique = fmt::format("{}-{}", name, suffix);
-    rules_.push_back(Rule{std::move(unique), -1});
+    rules_.push_back(Rule{std::move(unique), -1, {}});
     return RuleId(rules_.size() - 1);
 }
 
