@@ -66,16 +66,8 @@ Result<std::vector<router::ReplicaSpec>> replica_specs(const DataParallelArgs& a
 router::RouterServiceOptions router_options(const DataParallelArgs& args, router::PolicyKind policy) {
     router::RouterServiceOptions options;
     options.routing.policy.kind = policy;
-    router::RouterServerOptions& front = options.server;
-    front.host = args.http.host;
-    front.port = args.http.port;
-    front.api_key = args.http.api_key;
-    front.allow_unauthenticated_tokenize = args.http.allow_unauthenticated_tokenize;
-    front.http_threads = args.http.http_threads;
-    front.max_request_body_bytes = args.http.max_request_body_bytes;
-    front.max_connections = args.http.max_connections;
-    front.idle_timeout_seconds = args.http.idle_timeout_seconds;
-    front.request_timeout_seconds = args.http.request_timeout_seconds;
+    static_cast<server::HttpServerOptions&>(options.server) =
+        args.http;  // the front listens as serve's would
     return options;
 }
 
