@@ -89,13 +89,8 @@ int run_router(RouterArgs& args) {
     watch.shutdown_timeout_seconds = args.shutdown_timeout_seconds;
     watch.on_other_signal = [&](int) { reload_workers(args, service); };  // SIGHUP, the only other
     const ServeOutcome outcome = serve_until_signal(signals, watch);
-    if (!outcome.served.ok()) return exit_code_for(outcome.served.error());
-    if (!outcome.drained) {
-        log_warn("router stopped: some requests were cut off at the --shutdown-timeout deadline");
-        return kExitRuntime;
-    }
-    log_info("router stopped");
-    return kExitOk;
+    return exit_code_after_serving(outcome.served, outcome.drained, "router",
+                                   "some requests were cut off at the --shutdown-timeout deadline");
 }
 
 void add_routing_options(CLI::App& command, RouterArgs& args) {

@@ -123,13 +123,8 @@ int run_serve(ServeArgs& args) {
     const ServeOutcome outcome = serve_until_signal(signals, watch);
     async_engine.stop();
     if (!async_engine.healthy()) return log_error("server stopped: the engine failed"), kExitRuntime;
-    if (!outcome.served.ok()) return exit_code_for(outcome.served.error());
-    if (!outcome.drained) {
-        log_warn("server stopped: some requests were aborted at the --shutdown-timeout deadline");
-        return kExitRuntime;
-    }
-    log_info("server stopped");
-    return kExitOk;
+    return exit_code_after_serving(outcome.served, outcome.drained, "server",
+                                   "some requests were aborted at the --shutdown-timeout deadline");
 }
 
 }  // namespace

@@ -104,13 +104,8 @@ int run_data_parallel_serve(const DataParallelArgs& args) {
     watch.shutdown_timeout_seconds = args.shutdown_timeout_seconds;
     const ServeOutcome outcome = serve_until_signal(signals, watch);
     const bool replicas_ok = replicas.stop(args.shutdown_timeout_seconds);
-    if (!outcome.served.ok()) return exit_code_for(outcome.served.error());
-    if (!outcome.drained || !replicas_ok) {
-        log_warn("server stopped: some requests were cut off, or a replica did not stop cleanly");
-        return kExitRuntime;
-    }
-    log_info("server stopped");
-    return kExitOk;
+    return exit_code_after_serving(outcome.served, outcome.drained && replicas_ok, "server",
+                                   "some requests were cut off, or a replica did not stop cleanly");
 }
 
 }  // namespace lmrun::cli

@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 
+#include "cli/exit_codes.h"
 #include "core/logging.h"
 
 namespace lmrun::cli {
@@ -47,6 +48,16 @@ ServeOutcome serve_until_signal(const sigset_t& signals, const ServeWatch& watch
     serving = false;
     watcher.join();
     return outcome;
+}
+
+int exit_code_after_serving(const Status& served, bool clean, const char* what, const char* unclean_reason) {
+    if (!served.ok()) return exit_code_for(served.error());
+    if (!clean) {
+        log_warn("{} stopped: {}", what, unclean_reason);
+        return kExitRuntime;
+    }
+    log_info("{} stopped", what);
+    return kExitOk;
 }
 
 }  // namespace lmrun::cli

@@ -40,4 +40,8 @@ struct ServeOutcome {
 // logged and the server shut down at once. Returns once serve() returned and the watcher ended.
 ServeOutcome serve_until_signal(const sigset_t& signals, const ServeWatch& watch);
 
+// The exit code once serving ended: serve()'s failure's; 4 (kExitRuntime) when `clean` is false,
+// after "<what> stopped: <unclean_reason>"; else 0 after "<what> stopped".
+int exit_code_after_serving(const Status& served, bool clean, const char* what, const char* unclean_reason);
+
 }  // namespace lmrun::cli
