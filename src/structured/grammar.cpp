@@ -131,18 +131,18 @@ ExprId Grammar::ref(RuleId rule) {
 }
 
 ExprId Grammar::sequence(std::vector<ExprId> items) {
-    if (items.size() == 1) return items[0];
-    Expr expr;
-    expr.kind = ExprKind::Sequence;
-    expr.children = std::move(items);
-    return add(std::move(expr));
+    return group(ExprKind::Sequence, std::move(items));
 }
 
 ExprId Grammar::choice(std::vector<ExprId> alternatives) {
-    if (alternatives.size() == 1) return alternatives[0];
+    return group(ExprKind::Choice, std::move(alternatives));
+}
+
+ExprId Grammar::group(ExprKind kind, std::vector<ExprId> children) {
+    if (children.size() == 1) return children[0];
     Expr expr;
-    expr.kind = ExprKind::Choice;
-    expr.children = std::move(alternatives);
+    expr.kind = kind;
+    expr.children = std::move(children);
     return add(std::move(expr));
 }
 

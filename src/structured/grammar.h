@@ -91,6 +91,8 @@ class Grammar {
 
   private:
     ExprId add(Expr expr);
+    // A sequence or choice of `children`; one child stands for itself.
+    ExprId group(ExprKind kind, std::vector<ExprId> children);
 
     std::vector<Expr> exprs_;
     std::vector<Rule> rules_;

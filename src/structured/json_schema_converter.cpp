@@ -252,8 +252,8 @@ class SchemaConverter {
     Result<ExprId> convert_typed(const Json& schema, const std::string& type, const std::string& path,
                                  int depth) {
         if (type == "string") return convert_string(schema, path);
-        if (type == "integer") return convert_integer(schema, path);
-        if (type == "number") return convert_number(schema, path);
+        if (type == "integer") return convert_numeric(schema, path, /*integer=*/true);
+        if (type == "number") return convert_numeric(schema, path, /*integer=*/false);
         if (type == "boolean") return values_.boolean();
         if (type == "null") return values_.null();
         if (type == "object") return convert_object(schema, path, depth);
@@ -345,20 +345,12 @@ class SchemaConverter {
         return ok_status();
     }
 
-    Result<ExprId> convert_integer(const Json& schema, const std::string& path) {
+    // "integer" or "number", unbounded or within its bounds.
+    Result<ExprId> convert_numeric(const Json& schema, const std::string& path, bool integer) {
         std::optional<int64_t> lo, hi;
         LMRUN_RETURN_IF_ERROR(read_bounds(schema, path, lo, hi));
-        if (!lo && !hi) return values_.integer();
-        auto range = values_.integer_range(lo, hi);
-        if (!range.ok()) return error(path, "{}", range.error().message);
-        return *range;
-    }
-
-    Result<ExprId> convert_number(const Json& schema, const std::string& path) {
-        std::optional<int64_t> lo, hi;
-        LMRUN_RETURN_IF_ERROR(read_bounds(schema, path, lo, hi));
-        if (!lo && !hi) return values_.number();
-        auto range = values_.number_range(lo, hi);
+        if (!lo && !hi) return integer ? values_.integer() : values_.number();
+        auto range = integer ? values_.integer_range(lo, hi) : values_.number_range(lo, hi);
         if (!range.ok()) return error(path, "{}", range.error().message);
         return *range;
     }
