@@ -39,8 +39,6 @@ void VocabParallelEmbedding::share_with(const kernels::LinearWeight& head) {
 ParallelLMHead::ParallelLMHead(int64_t vocab_size, int64_t hidden_size, DType dtype,
                                const ParallelConfig& parallel)
     : vocab_size_(vocab_size),
-      hidden_size_(hidden_size),
-      dtype_(dtype),
       weight_builder_((vocab_size + parallel.tp_size - 1) / parallel.tp_size, hidden_size, dtype),
       parallel_(parallel) {}
 

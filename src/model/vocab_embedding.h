@@ -58,9 +58,7 @@ class ParallelLMHead {
 
   private:
     int64_t vocab_size_;
-    int64_t hidden_size_;
-    DType dtype_;
-    kernels::LinearWeightBuilder weight_builder_;  // until finalize()
+    kernels::LinearWeightBuilder weight_builder_;  // [rows_per_rank, hidden] until finalize()
     kernels::LinearWeight packed_;
     ParallelConfig parallel_;
 };
