@@ -112,8 +112,8 @@ const PackedLinear& LinearWeight::packed() const {
 namespace {
 
 // Our AVX512_BF16 GEMM matches or beats oneDNN's avx512_core_bf16 kernels up to a few hundred
-// rows (kernel_bench), and never allocates. Where AMX exists, linear() leaves those rows to
-// oneDNN's AMX kernels; linear_allocation_free() keeps the GEMM (oneDNN allocates per call).
+// rows (kernel_bench), and never allocates. Where AMX exists, our AMX GEMM takes its place in
+// linear_allocation_free() (oneDNN allocates per call); linear() leaves those rows to oneDNN.
 bool bf16_gemm_applies(const PackedLinear& w, int64_t num_rows) {
     return w.dtype == DType::BF16 && num_rows > kGemvMaxRows && kernel_isa() >= Isa::Avx512Bf16;
 }
@@ -124,7 +124,10 @@ void linear_allocation_free(const float* x, int64_t num_rows, const LinearWeight
                             float* y) {
     if (num_rows <= 0) return;
     const PackedLinear& w = weight.packed();
-    if (bf16_gemm_applies(w, num_rows)) return linear_gemm_bf16_avx512(x, num_rows, w, bias, y);
+    if (bf16_gemm_applies(w, num_rows)) {
+        if (kernel_isa() == Isa::AmxBf16) return linear_gemm_bf16_amx(x, num_rows, w, bias, y);
+        return linear_gemm_bf16_avx512(x, num_rows, w, bias, y);
+    }
     auto gemv = kernel_isa() >= Isa::Avx512 ? linear_gemv_avx512 : linear_gemv_avx2;
     gemv(x, num_rows, w, bias, y);
 }

@@ -47,5 +47,8 @@ void linear_gemv_avx512(const float* x, int64_t num_rows, const PackedLinear& w,
 // the many-row batches of decode. Allocates only when num_rows grows past what it has seen.
 void linear_gemm_bf16_avx512(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias,
                              float* y);
+// The same with AMX-BF16 tiles (x rounded to BF16, F32 sums); needs kernel_isa() == amx.
+void linear_gemm_bf16_amx(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias,
+                          float* y);
 
 }  // namespace lmrun::kernels
