@@ -8,6 +8,12 @@ void EngineOptions::add_to(CLI::App& app) {
     app.add_option("--model", model, "Hugging Face model folder (config.json + safetensors)")->required();
     app.add_option("--tokenizer", tokenizer, "Folder with tokenizer.json (default: the model folder)");
     app.add_option("--dtype", dtype, "Weight dtype: auto, float32, bfloat16")->capture_default_str();
+    app.add_option("--quantization", quantization,
+                   "int8: quantize weights to int8 at load (W8A8, per-channel weights, per-token "
+                   "activations); int8 compressed-tensors checkpoints are detected without it")
+        ->check(CLI::IsMember({"int8", "none"}));
+    app.add_flag("--unquantized-embeddings", unquantized_embeddings,
+                 "With --quantization int8: keep the embedding table and LM head in --dtype");
     app.add_option("--block-size", block_size, "Tokens per KV cache block")->capture_default_str();
     app.add_option("--max-num-seqs", max_num_seqs, "Sequences running at once")->capture_default_str();
     app.add_option("--max-num-batched-tokens", max_num_batched_tokens, "Tokens computed per step")
@@ -28,6 +34,8 @@ EngineConfig EngineOptions::to_config() const {
     config.model_dir = model;
     config.tokenizer_dir = tokenizer;
     config.dtype = dtype;
+    config.quantization = quantization;
+    config.unquantized_embeddings = unquantized_embeddings;
     config.runner.block_size = block_size;
     config.runner.max_num_seqs = max_num_seqs;
     config.runner.max_num_batched_tokens = max_num_batched_tokens;

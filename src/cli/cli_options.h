@@ -17,6 +17,8 @@ struct EngineOptions {
     std::string model;
     std::string tokenizer;
     std::string dtype = "auto";
+    std::string quantization;
+    bool unquantized_embeddings = false;
     int64_t block_size = 256;
     int64_t max_num_seqs = 64;
     int64_t max_num_batched_tokens = 2048;

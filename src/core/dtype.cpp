@@ -1,5 +1,8 @@
 #include "core/dtype.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/check.h"
 
 namespace lmrun {
@@ -16,6 +19,10 @@ size_t dtype_size_bytes(DType dtype) {
             return 4;
         case DType::I64:
             return 8;
+        case DType::I8:
+        case DType::U8:
+        case DType::F8E4M3:
+            return 1;
     }
     return 0;
 }
@@ -32,6 +39,12 @@ std::string_view dtype_name(DType dtype) {
             return "I32";
         case DType::I64:
             return "I64";
+        case DType::I8:
+            return "I8";
+        case DType::U8:
+            return "U8";
+        case DType::F8E4M3:
+            return "F8_E4M3";
     }
     return "?";
 }
@@ -42,6 +55,9 @@ std::optional<DType> parse_dtype(std::string_view name) {
     if (name == "F16" || name == "float16" || name == "half") return DType::F16;
     if (name == "I32" || name == "int32") return DType::I32;
     if (name == "I64" || name == "int64") return DType::I64;
+    if (name == "I8" || name == "int8") return DType::I8;
+    if (name == "U8" || name == "uint8") return DType::U8;
+    if (name == "F8_E4M3" || name == "float8_e4m3fn") return DType::F8E4M3;
     return std::nullopt;
 }
 
@@ -96,6 +112,36 @@ uint16_t f32_to_f16(float value) {
     return uint16_t(half);
 }
 
+float fp8_e4m3_to_f32(uint8_t bits) {
+    const float sign = (bits & 0x80) ? -1.0f : 1.0f;
+    const int exponent = (bits >> 3) & 0xf;
+    const int mantissa = bits & 0x7;
+    if (exponent == 0xf && mantissa == 0x7) return NAN;
+    if (exponent == 0) return sign * std::ldexp(float(mantissa), -9);  // subnormal: m/8 · 2^-6
+    return sign * std::ldexp(float(8 + mantissa), exponent - 10);      // (1 + m/8) · 2^(e-7)
+}
+
+uint8_t f32_to_fp8_e4m3(float value) {
+    if (std::isnan(value)) return 0x7f;
+    const uint8_t sign = std::signbit(value) ? 0x80 : 0x00;
+    float magnitude = std::fabs(value);
+    if (magnitude >= kFp8E4M3Max) return sign | 0x7e;  // saturate at 448
+    // The representable values below 2^-6 are multiples of 2^-9 (subnormals); above, each binade
+    // [2^e, 2^(e+1)) holds 8 steps of 2^(e-3). Round to the nearest step, ties to even.
+    int exponent = 0;
+    std::frexp(magnitude, &exponent);  // magnitude = f · 2^exponent, f in [0.5, 1)
+    const int step_exponent = std::max(exponent - 1, -6) - 3;
+    const float steps = std::nearbyint(std::ldexp(magnitude, -step_exponent));  // ties to even
+    const float rounded = std::ldexp(steps, step_exponent);
+    if (rounded == 0.0f) return sign;
+    int e = 0;
+    std::frexp(rounded, &e);
+    if (e - 1 < -6) return sign | uint8_t(steps);  // subnormal: mantissa = steps (< 8)
+    const int biased = e - 1 + 7;
+    const int mantissa = int(std::ldexp(rounded, -(e - 1) + 3)) - 8;
+    return sign | uint8_t(biased << 3) | uint8_t(mantissa);
+}
+
 void convert_to_f32(const void* src, DType src_dtype, float* dst, size_t count) {
     switch (src_dtype) {
         case DType::F32:
@@ -111,8 +157,15 @@ void convert_to_f32(const void* src, DType src_dtype, float* dst, size_t count) 
             for (size_t i = 0; i < count; ++i) dst[i] = f16_to_f32(in[i]);
             return;
         }
+        case DType::F8E4M3: {
+            const auto* in = static_cast<const uint8_t*>(src);
+            for (size_t i = 0; i < count; ++i) dst[i] = fp8_e4m3_to_f32(in[i]);
+            return;
+        }
         case DType::I32:
         case DType::I64:
+        case DType::I8:
+        case DType::U8:
             break;
     }
     LMRUN_CHECK(false, "convert_to_f32: %s is not a float type", dtype_name(src_dtype).data());
@@ -133,8 +186,15 @@ void convert_from_f32(const float* src, void* dst, DType dst_dtype, size_t count
             for (size_t i = 0; i < count; ++i) out[i] = f32_to_f16(src[i]);
             return;
         }
+        case DType::F8E4M3: {
+            auto* out = static_cast<uint8_t*>(dst);
+            for (size_t i = 0; i < count; ++i) out[i] = f32_to_fp8_e4m3(src[i]);
+            return;
+        }
         case DType::I32:
         case DType::I64:
+        case DType::I8:
+        case DType::U8:
             break;
     }
     LMRUN_CHECK(false, "convert_from_f32: %s is not a float type", dtype_name(dst_dtype).data());

@@ -50,6 +50,8 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(const EngineConfig& config)
     engine->config_ = config;
     LMRUN_ASSIGN_OR_RETURN(ModelConfig model_config, load_model_config(config.model_dir));
     LMRUN_ASSIGN_OR_RETURN(DType dtype, resolve_weight_dtype(config.dtype, model_config));
+    LMRUN_ASSIGN_OR_RETURN(WeightQuantization quantization,
+                           parse_weight_quantization(config.quantization, config.unquantized_embeddings));
     const std::string tokenizer_dir = config.tokenizer_dir.empty() ? config.model_dir : config.tokenizer_dir;
     if (std::filesystem::exists(tokenizer_dir + "/tokenizer.json")) {
         LMRUN_ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::from_dir(tokenizer_dir));
@@ -58,10 +60,10 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(const EngineConfig& config)
     }
     Stopwatch load_timer;
     LMRUN_ASSIGN_OR_RETURN(std::unique_ptr<CausalLM> model,
-                           CausalLM::load(config.model_dir, model_config, dtype));
-    log_info("loaded {} ({} layers, {:.1f} MiB of {} weights) in {:.2f} s", model_config.architecture,
+                           CausalLM::load(config.model_dir, model_config, dtype, {}, quantization));
+    log_info("loaded {} ({} layers, {:.1f} MiB of {}{} weights) in {:.2f} s", model_config.architecture,
              model_config.num_hidden_layers, double(model->weight_nbytes()) / (1 << 20), dtype_name(dtype),
-             load_timer.elapsed_seconds());
+             model->has_int8_weights() ? " and int8" : "", load_timer.elapsed_seconds());
     LMRUN_ASSIGN_OR_RETURN(engine->runner_, ModelRunner::create(std::move(model), config.runner));
 
     const ModelRunnerConfig& runner_config = engine->runner_->config();

@@ -25,7 +25,11 @@ struct EngineConfig {
     std::string model_dir;
     std::string tokenizer_dir;   // empty: the model folder (no tokenizer there = token ids only)
     std::string dtype = "auto";  // auto (checkpoint's), float32, bfloat16
-    ModelRunnerConfig runner;    // max_num_seqs, max_num_batched_tokens, max_model_len, block size, KV budget
+    // "" or "none": as the checkpoint is (int8 if it is a compressed-tensors int8 checkpoint);
+    // "int8": quantize float weights to int8 at load (quantization_config.h).
+    std::string quantization;
+    bool unquantized_embeddings = false;  // with int8: keep the embedding and LM head unquantized
+    ModelRunnerConfig runner;  // max_num_seqs, max_num_batched_tokens, max_model_len, block size, KV budget
     bool enable_prefix_caching = true;
     bool enable_chunked_prefill = true;
     int num_threads = 0;                  // 0 = one per core

@@ -6,11 +6,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "core/check.h"
 #include "core/cpu_features.h"
 #include "core/parallel.h"
 #include "kernels/linear_gemv.h"
+#include "kernels/linear_int8.h"
 #include "kernels/linear_onednn.h"
 
 namespace lmrun::kernels {
@@ -19,6 +21,8 @@ struct LinearWeightState {
     PackedLinear packed;
     size_t nbytes = 0;
     std::unique_ptr<void, decltype(&std::free)> buffer{nullptr, &std::free};
+    std::vector<float> scales;          // int8 only
+    std::vector<int32_t> compensation;  // int8 only
     OnednnLinear onednn;
 };
 
@@ -60,32 +64,88 @@ void pack_tiles(const void* src, DType src_dtype, const PackedLinear& w, T* dst)
     });
 }
 
-}  // namespace
+// Places quantized rows into the int8 tiles and records each output's scale and compensation.
+// quantize_row(n, q_row) fills q_row (in_features values) and returns row n's scale.
+template <typename QuantizeRow>
+void pack_int8_tiles(LinearWeightState& state, QuantizeRow&& quantize_row) {
+    const PackedLinear& w = state.packed;
+    auto* dst = static_cast<int8_t*>(state.buffer.get());
+    parallel_for(w.num_tiles, [&](int64_t begin, int64_t end) {
+        std::unique_ptr<int8_t[]> q(new int8_t[size_t(w.in_features)]);
+        for (int64_t n = begin * kTileOutputs; n < std::min(end * kTileOutputs, w.out_features); ++n) {
+            state.scales[n] = quantize_row(n, q.get());
+            int32_t sum = 0;
+            for (int64_t k = 0; k < w.in_features; ++k) {
+                dst[packed_offset(w, n, k)] = q[k];
+                sum += q[k];
+            }
+            state.compensation[n] = 128 * sum;
+        }
+    });
+}
 
-LinearWeight LinearWeight::pack(const void* src, DType src_dtype, int64_t out_features, int64_t in_features,
-                                DType storage_dtype) {
-    LMRUN_CHECK(storage_dtype == DType::F32 || storage_dtype == DType::BF16,
-                "linear weights are stored as F32 or BF16");
-    LMRUN_CHECK(src_dtype == DType::F32 || src_dtype == DType::BF16 || src_dtype == DType::F16,
-                "linear weights come as F32, BF16 or F16");
+// The state of an empty weight of the given shape and storage: zeroed buffer (padding lanes and
+// padded k stay zero: the kernels read them), int8 scales and compensation.
+std::shared_ptr<LinearWeightState> allocate_state(DType storage_dtype, int64_t out_features,
+                                                  int64_t in_features) {
     LMRUN_CHECK(out_features > 0 && in_features > 0, "empty linear weight");
-    LinearWeight weight;
-    weight.state_ = std::make_shared<LinearWeightState>();
-    LinearWeightState& state = *weight.state_;
-    PackedLinear& w = state.packed;
+    auto state = std::make_shared<LinearWeightState>();
+    PackedLinear& w = state->packed;
     w.dtype = storage_dtype;
     w.out_features = out_features;
     w.in_features = in_features;
     int64_t padding = in_padding(storage_dtype);
     w.padded_in = (in_features + padding - 1) / padding * padding;
     w.num_tiles = (out_features + kTileOutputs - 1) / kTileOutputs;
-    state.nbytes = size_t(w.num_tiles * w.tile_elements()) * dtype_size_bytes(storage_dtype);
-    // Padding lanes and padded k stay zero: the kernels read them.
-    state.buffer.reset(allocate_weight_memory(state.nbytes));
-    LMRUN_CHECK(state.buffer != nullptr, "out of memory packing a linear weight");
-    std::memset(state.buffer.get(), 0, state.nbytes);
-    w.data = state.buffer.get();
-    if (storage_dtype == DType::BF16) {
+    state->nbytes = size_t(w.num_tiles * w.tile_elements()) * dtype_size_bytes(storage_dtype);
+    state->buffer.reset(allocate_weight_memory(state->nbytes));
+    LMRUN_CHECK(state->buffer != nullptr, "out of memory packing a linear weight");
+    std::memset(state->buffer.get(), 0, state->nbytes);
+    w.data = state->buffer.get();
+    if (storage_dtype == DType::I8) {
+        state->scales.assign(size_t(w.num_tiles * kTileOutputs), 0.0f);
+        state->compensation.assign(size_t(w.num_tiles * kTileOutputs), 0);
+        w.scales = state->scales.data();
+        w.compensation = state->compensation.data();
+        state->nbytes += size_t(w.num_tiles * kTileOutputs) * (sizeof(float) + sizeof(int32_t));
+    }
+    return state;
+}
+
+}  // namespace
+
+LinearWeight LinearWeight::pack_int8(const int8_t* q, const float* scales, int64_t out_features,
+                                     int64_t in_features) {
+    LinearWeight weight;
+    weight.state_ = allocate_state(DType::I8, out_features, in_features);
+    pack_int8_tiles(*weight.state_, [&](int64_t n, int8_t* row) {
+        for (int64_t k = 0; k < in_features; ++k) {
+            int8_t value = q[n * in_features + k];
+            row[k] = value < -127 ? int8_t(-127) : value;
+        }
+        return scales[n];
+    });
+    return weight;
+}
+
+LinearWeight LinearWeight::pack(const void* src, DType src_dtype, int64_t out_features, int64_t in_features,
+                                DType storage_dtype) {
+    LMRUN_CHECK(storage_dtype == DType::F32 || storage_dtype == DType::BF16 || storage_dtype == DType::I8,
+                "linear weights are stored as F32, BF16 or I8");
+    LMRUN_CHECK(src_dtype == DType::F32 || src_dtype == DType::BF16 || src_dtype == DType::F16,
+                "linear weights come as F32, BF16 or F16");
+    LinearWeight weight;
+    weight.state_ = allocate_state(storage_dtype, out_features, in_features);
+    LinearWeightState& state = *weight.state_;
+    const PackedLinear& w = state.packed;
+    if (storage_dtype == DType::I8) {
+        pack_int8_tiles(state, [&](int64_t n, int8_t* row) {
+            thread_local std::vector<float> values;
+            values.resize(size_t(in_features));
+            load_row_f32(src, src_dtype, n, in_features, values.data());
+            return quantize_row_int8_reference(values.data(), in_features, row);
+        });
+    } else if (storage_dtype == DType::BF16) {
         pack_tiles(src, src_dtype, w, static_cast<uint16_t*>(state.buffer.get()));
     } else {
         pack_tiles(src, src_dtype, w, static_cast<float*>(state.buffer.get()));
@@ -118,12 +178,23 @@ bool bf16_gemm_applies(const PackedLinear& w, int64_t num_rows) {
     return w.dtype == DType::BF16 && num_rows > kGemvMaxRows && kernel_isa() >= Isa::Avx512Bf16;
 }
 
+// int8 weights: AMX tiles for many rows, else vpdpbusd, else the sign trick (AVX-512BW or
+// AVX2). Every path is allocation-free once warmed up.
+void linear_int8(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y) {
+    const Isa isa = kernel_isa();
+    if (isa == Isa::AmxBf16 && num_rows > kGemvMaxRows) return linear_int8_amx(x, num_rows, w, bias, y);
+    if (isa >= Isa::Avx512Vnni) return linear_int8_vnni(x, num_rows, w, bias, y);
+    if (isa >= Isa::Avx512) return linear_int8_avx512(x, num_rows, w, bias, y);
+    linear_int8_avx2(x, num_rows, w, bias, y);
+}
+
 }  // namespace
 
 void linear_allocation_free(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
                             float* y) {
     if (num_rows <= 0) return;
     const PackedLinear& w = weight.packed();
+    if (w.dtype == DType::I8) return linear_int8(x, num_rows, w, bias, y);
     if (bf16_gemm_applies(w, num_rows)) {
         if (kernel_isa() == Isa::AmxBf16) return linear_gemm_bf16_amx(x, num_rows, w, bias, y);
         return linear_gemm_bf16_avx512(x, num_rows, w, bias, y);
@@ -135,6 +206,7 @@ void linear_allocation_free(const float* x, int64_t num_rows, const LinearWeight
 void linear(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias, float* y) {
     if (num_rows <= 0) return;
     const PackedLinear& w = weight.packed();
+    if (w.dtype == DType::I8) return linear_int8(x, num_rows, w, bias, y);
     auto gemv = kernel_isa() >= Isa::Avx512 ? linear_gemv_avx512 : linear_gemv_avx2;
     if (num_rows <= kGemvMaxRows) return gemv(x, num_rows, w, bias, y);
     if (bf16_gemm_applies(w, num_rows) && kernel_isa() != Isa::AmxBf16 && num_rows <= kMaxOnednnRows) {
@@ -164,9 +236,28 @@ bool linear_onednn(const float* x, int64_t num_rows, const LinearWeight& weight,
     return weight.state().onednn.run(x, num_rows, weight.packed(), bias, y);
 }
 
+namespace {
+
+void linear_int8_reference(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias,
+                           float* y) {
+    std::vector<int8_t> q(size_t(w.in_features));
+    const auto* data = static_cast<const int8_t*>(w.data);
+    for (int64_t r = 0; r < num_rows; ++r) {
+        const float x_scale = quantize_row_int8_reference(x + r * w.in_features, w.in_features, q.data());
+        for (int64_t n = 0; n < w.out_features; ++n) {
+            int64_t sum = 0;
+            for (int64_t k = 0; k < w.in_features; ++k) sum += int64_t(q[k]) * data[packed_offset(w, n, k)];
+            y[r * w.out_features + n] = float(sum) * (x_scale * w.scales[n]) + (bias ? bias[n] : 0.0f);
+        }
+    }
+}
+
+}  // namespace
+
 void linear_reference(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
                       float* y) {
     const PackedLinear& w = weight.packed();
+    if (w.dtype == DType::I8) return linear_int8_reference(x, num_rows, w, bias, y);
     for (int64_t r = 0; r < num_rows; ++r) {
         for (int64_t n = 0; n < w.out_features; ++n) {
             double sum = bias ? bias[n] : 0.0;

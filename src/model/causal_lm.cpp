@@ -3,6 +3,7 @@
 #include "core/op_profiler.h"
 #include "core/parallel.h"
 #include "kernels/rope.h"
+#include "model/weight_scale.h"
 
 namespace lmrun {
 
@@ -22,15 +23,71 @@ CausalLM::CausalLM(const ModelConfig& config, DType weight_dtype, const Parallel
 }
 
 Result<std::unique_ptr<CausalLM>> CausalLM::load(const std::string& model_dir, const ModelConfig& config,
-                                                 DType weight_dtype, const ParallelConfig& parallel) {
+                                                 DType weight_dtype, const ParallelConfig& parallel,
+                                                 const WeightQuantization& quantization) {
     if (weight_dtype != DType::F32 && weight_dtype != DType::BF16) {
         return make_error("{}: weights can be held as F32 or BF16, not {}", model_dir,
                           dtype_name(weight_dtype));
     }
     LMRUN_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::open(model_dir));
     std::unique_ptr<CausalLM> model(new CausalLM(config, weight_dtype, parallel));
+    LMRUN_RETURN_IF_ERROR(model->choose_quantization(quantization));
     LMRUN_RETURN_IF_ERROR(model->load_weights(checkpoint));
     return model;
+}
+
+// Fused layers (q/k/v, gate/up) hold one matrix, so their parts must agree.
+Result<LinearQuant> CausalLM::linear_quant(std::initializer_list<std::string> layer_names) const {
+    size_t stored = 0;
+    for (const std::string& name : layer_names)
+        stored += config_.quantization && config_.quantization->quantizes(name);
+    if (stored != 0 && stored != layer_names.size())
+        return make_error(ErrorKind::Unsupported,
+                          "quantization_config quantizes only some of the fused layers {} (lmrun packs them "
+                          "into one matrix)",
+                          fmt::join(layer_names, ", "));
+    if (stored != 0) return LinearQuant::Int8Checkpoint;
+    return quantization_.int8_at_load ? LinearQuant::Int8AtLoad : LinearQuant::None;
+}
+
+Status CausalLM::choose_quantization(const WeightQuantization& quantization) {
+    quantization_ = quantization;
+    for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
+        const std::string prefix = "model.layers." + std::to_string(i) + ".";
+        DecoderLayer& layer = layers_[i];
+        LinearQuant quant;
+        LMRUN_ASSIGN_OR_RETURN(quant, linear_quant({prefix + "self_attn.q_proj", prefix + "self_attn.k_proj",
+                                                    prefix + "self_attn.v_proj"}));
+        layer.self_attn.qkv_proj.set_quantization(quant);
+        LMRUN_ASSIGN_OR_RETURN(quant, linear_quant({prefix + "self_attn.o_proj"}));
+        layer.self_attn.o_proj.set_quantization(quant);
+        LMRUN_ASSIGN_OR_RETURN(quant, linear_quant({prefix + "mlp.gate_proj", prefix + "mlp.up_proj"}));
+        layer.mlp.gate_up_proj.set_quantization(quant);
+        LMRUN_ASSIGN_OR_RETURN(quant, linear_quant({prefix + "mlp.down_proj"}));
+        layer.mlp.down_proj.set_quantization(quant);
+    }
+    // A tied head is the (float) embedding table: only quantization at load can make it int8.
+    const bool head_stored_int8 =
+        !config_.tie_word_embeddings && config_.quantization && config_.quantization->quantizes("lm_head");
+    if (head_stored_int8) {
+        lm_head_.set_quantization(LinearQuant::Int8Checkpoint);
+    } else if (quantization.int8_at_load && quantization.quantize_embeddings) {
+        lm_head_.set_quantization(LinearQuant::Int8AtLoad);
+    }
+    return ok_status();
+}
+
+bool CausalLM::has_int8_weights() const {
+    if (lm_head_.packed().storage_dtype() == DType::I8) return true;
+    for (const DecoderLayer& layer : layers_) {
+        for (const LinearBase* linear : {static_cast<const LinearBase*>(&layer.self_attn.qkv_proj),
+                                         static_cast<const LinearBase*>(&layer.self_attn.o_proj),
+                                         static_cast<const LinearBase*>(&layer.mlp.gate_up_proj),
+                                         static_cast<const LinearBase*>(&layer.mlp.down_proj)}) {
+            if (linear->packed().storage_dtype() == DType::I8) return true;
+        }
+    }
+    return false;
 }
 
 // Checkpoint tensor names → fused, sharded parameters. Qwen2 adds q/k/v biases,
@@ -40,32 +97,48 @@ Status CausalLM::load_layer(const Checkpoint& checkpoint, int64_t index, Decoder
     auto get = [&](const std::string& name) { return checkpoint.get(prefix + name); };
     const TensorInfo* src = nullptr;
     Attention& attn = layer.self_attn;
+    // `<name>.weight` through load_weight, and `<name>.weight_scale` through load_scale when the
+    // checkpoint stores the layer in int8.
+    auto load_projection = [&](const std::string& name, const LinearBase& linear, auto&& load_weight,
+                               auto&& load_scale) -> Status {
+        LMRUN_ASSIGN_OR_RETURN(const TensorInfo* weight, get(name + ".weight"));
+        LMRUN_RETURN_IF_ERROR(load_weight(*weight));
+        if (linear.quantization() != LinearQuant::Int8Checkpoint) return ok_status();
+        LMRUN_ASSIGN_OR_RETURN(WeightScale scale, read_weight_scale(checkpoint, prefix + name, *weight));
+        return load_scale(scale.info);
+    };
 
     const std::pair<const char*, QkvShard> qkv_parts[] = {{"self_attn.q_proj", QkvShard::Q},
                                                           {"self_attn.k_proj", QkvShard::K},
                                                           {"self_attn.v_proj", QkvShard::V}};
     for (const auto& [name, shard] : qkv_parts) {
-        LMRUN_ASSIGN_OR_RETURN(src, get(std::string(name) + ".weight"));
-        LMRUN_RETURN_IF_ERROR(attn.qkv_proj.load_weight(*src, shard));
+        LMRUN_RETURN_IF_ERROR(load_projection(
+            name, attn.qkv_proj, [&](const TensorInfo& t) { return attn.qkv_proj.load_weight(t, shard); },
+            [&](const TensorInfo& t) { return attn.qkv_proj.load_weight_scale(t, shard); }));
         if (config_.attention_bias) {
             LMRUN_ASSIGN_OR_RETURN(src, get(std::string(name) + ".bias"));
             LMRUN_RETURN_IF_ERROR(attn.qkv_proj.load_bias(*src, shard));
         }
     }
-    LMRUN_ASSIGN_OR_RETURN(src, get("self_attn.o_proj.weight"));
-    LMRUN_RETURN_IF_ERROR(attn.o_proj.load_weight(*src));
+    LMRUN_RETURN_IF_ERROR(load_projection(
+        "self_attn.o_proj", attn.o_proj, [&](const TensorInfo& t) { return attn.o_proj.load_weight(t); },
+        [&](const TensorInfo& t) { return attn.o_proj.load_weight_scale(t); }));
     if (attn.q_norm) {
         LMRUN_ASSIGN_OR_RETURN(src, get("self_attn.q_norm.weight"));
         LMRUN_RETURN_IF_ERROR(attn.q_norm->load_weight(*src));
         LMRUN_ASSIGN_OR_RETURN(src, get("self_attn.k_norm.weight"));
         LMRUN_RETURN_IF_ERROR(attn.k_norm->load_weight(*src));
     }
-    LMRUN_ASSIGN_OR_RETURN(src, get("mlp.gate_proj.weight"));
-    LMRUN_RETURN_IF_ERROR(layer.mlp.gate_up_proj.load_weight(*src, 0));
-    LMRUN_ASSIGN_OR_RETURN(src, get("mlp.up_proj.weight"));
-    LMRUN_RETURN_IF_ERROR(layer.mlp.gate_up_proj.load_weight(*src, 1));
-    LMRUN_ASSIGN_OR_RETURN(src, get("mlp.down_proj.weight"));
-    LMRUN_RETURN_IF_ERROR(layer.mlp.down_proj.load_weight(*src));
+    MLP& mlp = layer.mlp;
+    for (int part = 0; part < 2; ++part) {
+        LMRUN_RETURN_IF_ERROR(load_projection(
+            part == 0 ? "mlp.gate_proj" : "mlp.up_proj", mlp.gate_up_proj,
+            [&](const TensorInfo& t) { return mlp.gate_up_proj.load_weight(t, part); },
+            [&](const TensorInfo& t) { return mlp.gate_up_proj.load_weight_scale(t, part); }));
+    }
+    LMRUN_RETURN_IF_ERROR(load_projection(
+        "mlp.down_proj", mlp.down_proj, [&](const TensorInfo& t) { return mlp.down_proj.load_weight(t); },
+        [&](const TensorInfo& t) { return mlp.down_proj.load_weight_scale(t); }));
     LMRUN_ASSIGN_OR_RETURN(src, get("input_layernorm.weight"));
     LMRUN_RETURN_IF_ERROR(layer.input_layernorm.load_weight(*src));
     LMRUN_ASSIGN_OR_RETURN(src, get("post_attention_layernorm.weight"));
@@ -87,13 +160,19 @@ Status CausalLM::load_weights(const Checkpoint& checkpoint) {
     if (config_.tie_word_embeddings) {
         lm_head_.tie_to(embed_tokens_);
         lm_head_.finalize();
-        // Rounding to the storage dtype is the same either way, so the lookup reads the head.
+        // Rounding to the storage dtype (or int8 rows) is the same either way, so the lookup
+        // reads the head.
         embed_tokens_.share_with(lm_head_.packed());
-    } else {
-        LMRUN_ASSIGN_OR_RETURN(src, checkpoint.get("lm_head.weight"));
-        LMRUN_RETURN_IF_ERROR(lm_head_.load_weight(*src));
-        lm_head_.finalize();
+        return ok_status();
     }
+    LMRUN_ASSIGN_OR_RETURN(src, checkpoint.get("lm_head.weight"));
+    LMRUN_RETURN_IF_ERROR(lm_head_.load_weight(*src));
+    if (config_.quantization && config_.quantization->quantizes("lm_head")) {
+        LMRUN_ASSIGN_OR_RETURN(WeightScale scale, read_weight_scale(checkpoint, "lm_head", *src));
+        LMRUN_RETURN_IF_ERROR(lm_head_.load_weight_scale(scale.info));
+    }
+    lm_head_.finalize();
+    if (quantization_.int8_at_load && quantization_.quantize_embeddings) embed_tokens_.quantize_int8();
     return ok_status();
 }
 
@@ -130,8 +209,8 @@ void CausalLM::compute_logits(std::span<const int32_t> rows, ActivationBuffers& 
 }
 
 size_t CausalLM::weight_nbytes() const {
-    const Tensor& table = embed_tokens_.table();  // empty when tied: the head holds it
-    size_t total = (table.empty() ? 0 : table.nbytes()) + lm_head_.weight_nbytes();
+    size_t total =
+        (embed_tokens_.shares_head() ? 0 : embed_tokens_.weight_nbytes()) + lm_head_.weight_nbytes();
     for (const DecoderLayer& layer : layers_) {
         total += layer.self_attn.qkv_proj.weight_nbytes() + layer.self_attn.o_proj.weight_nbytes() +
                  layer.mlp.gate_up_proj.weight_nbytes() + layer.mlp.down_proj.weight_nbytes();

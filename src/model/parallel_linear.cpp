@@ -17,10 +17,25 @@ void LinearBase::forward(const float* x, int64_t num_rows, float* y, LinearPath 
     kernels::linear(x, num_rows, packed_, bias, y);
 }
 
+void LinearBase::set_quantization(LinearQuant quant) {
+    quant_ = quant;
+    if (quant == LinearQuant::Int8Checkpoint) {
+        staged_weight_ = Tensor::zeros(DType::I8, {out_features_, in_features_});
+        staged_scale_ = Tensor::zeros(DType::F32, {out_features_, 1});
+    }
+}
+
 void LinearBase::finalize() {
-    packed_ = kernels::LinearWeight::pack(staged_weight_.raw(), storage_dtype_, out_features_, in_features_,
-                                          storage_dtype_);
+    if (quant_ == LinearQuant::Int8Checkpoint) {
+        packed_ = kernels::LinearWeight::pack_int8(staged_weight_.data<int8_t>(), staged_scale_.data<float>(),
+                                                   out_features_, in_features_);
+    } else {
+        const DType held = quant_ == LinearQuant::Int8AtLoad ? DType::I8 : storage_dtype_;
+        packed_ = kernels::LinearWeight::pack(staged_weight_.raw(), storage_dtype_, out_features_,
+                                              in_features_, held);
+    }
     staged_weight_ = Tensor();
+    staged_scale_ = Tensor();
 }
 
 ColumnParallelLinear::ColumnParallelLinear(int64_t out_features_total, int64_t in_features, bool has_bias,
@@ -35,12 +50,20 @@ Status ColumnParallelLinear::load_bias(const TensorInfo& src) {
     return load_column_parallel(src, bias_, parallel_);
 }
 
+Status ColumnParallelLinear::load_weight_scale(const TensorInfo& src) {
+    return load_column_parallel(src, staged_scale_, parallel_);
+}
+
 RowParallelLinear::RowParallelLinear(int64_t out_features, int64_t in_features_total, bool has_bias,
                                      DType dtype, const ParallelConfig& parallel)
     : LinearBase(out_features, in_features_total / parallel.tp_size, has_bias, dtype), parallel_(parallel) {}
 
 Status RowParallelLinear::load_weight(const TensorInfo& src) {
     return load_row_parallel(src, staged_weight_, parallel_);
+}
+
+Status RowParallelLinear::load_weight_scale(const TensorInfo& src) {
+    return load_replicated(src, staged_scale_);
 }
 
 namespace {
@@ -73,6 +96,11 @@ Status QKVParallelLinear::load_bias(const TensorInfo& src, QkvShard shard) {
     return load_qkv_shard(src, bias_, shard, num_heads_total_, num_kv_heads_total_, head_dim_, parallel_);
 }
 
+Status QKVParallelLinear::load_weight_scale(const TensorInfo& src, QkvShard shard) {
+    return load_qkv_shard(src, staged_scale_, shard, num_heads_total_, num_kv_heads_total_, head_dim_,
+                          parallel_);
+}
+
 MergedColumnParallelLinear::MergedColumnParallelLinear(int64_t in_features,
                                                        std::vector<int64_t> output_sizes_total, DType dtype,
                                                        const ParallelConfig& parallel)
@@ -84,6 +112,10 @@ MergedColumnParallelLinear::MergedColumnParallelLinear(int64_t in_features,
 
 Status MergedColumnParallelLinear::load_weight(const TensorInfo& src, int shard_index) {
     return load_merged_column_shard(src, staged_weight_, shard_index, output_sizes_total_, parallel_);
+}
+
+Status MergedColumnParallelLinear::load_weight_scale(const TensorInfo& src, int shard_index) {
+    return load_merged_column_shard(src, staged_scale_, shard_index, output_sizes_total_, parallel_);
 }
 
 }  // namespace lmrun

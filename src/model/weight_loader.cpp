@@ -34,6 +34,18 @@ Status check_inputs(const TensorInfo& src, const Tensor& dst, const ParallelConf
     if (parallel.tp_size < 1 || parallel.tp_rank < 0 || parallel.tp_rank >= parallel.tp_size)
         return make_error("{}: tensor '{}': invalid tensor-parallel rank {} of size {}", src.file_path,
                           src.name, parallel.tp_rank, parallel.tp_size);
+    // int8 weights of a quantized checkpoint load into int8 parameters, and only there.
+    if (dst.dtype() == DType::I8 && src.dtype != DType::I8)
+        return make_error(ErrorKind::Corrupt,
+                          "{}: tensor '{}' has dtype {}, expected I8 (config.json's quantization_config "
+                          "says this layer is stored in int8)",
+                          src.file_path, src.name, dtype_name(src.dtype));
+    if (src.dtype == DType::I8 && dst.dtype() != DType::I8)
+        return make_error(ErrorKind::Unsupported,
+                          "{}: tensor '{}' is int8 but config.json declares no quantization for it (an int8 "
+                          "checkpoint needs a compressed-tensors quantization_config)",
+                          src.file_path, src.name);
+    if (src.dtype == DType::I8) return ok_status();
     if (!is_float(src.dtype))
         return make_error("{}: tensor '{}' has dtype {}, expected a float type (F32, BF16, F16)",
                           src.file_path, src.name, dtype_name(src.dtype));
