@@ -184,7 +184,7 @@ nlohmann::json compressed_tensors_config_to_json(const CompressedTensorsConfig& 
                               {"group_size", nullptr},
                               {"block_structure", nullptr},
                               {"actorder", nullptr},
-                              {"observer", weights ? "minmax" : nullptr},
+                              {"observer", weights ? nlohmann::json("minmax") : nlohmann::json(nullptr)},
                               {"observer_kwargs", nlohmann::json::object()}};
     };
     const char* weight_strategy = config.weight_strategy == ScaleStrategy::Channel ? "channel" : "tensor";
