@@ -1,6 +1,6 @@
 // A decode step replayed from its plan performs no heap allocation, at every
-// bucket size, for F32 and BF16 weights. (Compiled only where the allocation
-// counter can interpose malloc, i.e. not in the sanitizer build.)
+// bucket size, for F32, BF16 and int8 weights and BF16, int8 and fp8 KV caches. (Compiled only where the
+// allocation counter can interpose malloc, i.e. not in the sanitizer build.)
 #include "allocation_counter_util.h"
 
 #if LMRUN_COUNT_ALLOCATIONS
@@ -13,14 +13,17 @@
 namespace lmrun::testing {
 namespace {
 
-void expect_decode_steps_allocation_free(const std::string& model, DType dtype) {
+void expect_decode_steps_allocation_free(const std::string& model, DType dtype,
+                                         const WeightQuantization& quantization = {},
+                                         const std::string& kv_cache_dtype = "auto") {
     ModelRunnerConfig config;
+    config.kv_cache_dtype = kv_cache_dtype;
     config.max_num_seqs = 20;  // buckets 1, 2, 4, 8, 16, 20
     config.max_num_batched_tokens = 256;
     config.max_model_len = 256;
     config.block_size = 16;
     config.kv_cache_memory_bytes = 256ll << 20;
-    auto runner = make_runner(testdata_path(model), dtype, config);
+    auto runner = make_runner(testdata_path(model), dtype, config, quantization);
     const int64_t vocab = runner->model().config().vocab_size;
     const int64_t context = 40;
     const int64_t steps = 6;
@@ -56,6 +59,12 @@ TEST(AllocationFree, DecodeStepF32) {
 }
 TEST(AllocationFree, DecodeStepBf16) {
     expect_decode_steps_allocation_free("qwen3-tiny", DType::BF16);
+}
+TEST(AllocationFree, DecodeStepInt8WeightsInt8Kv) {
+    WeightQuantization int8;
+    int8.int8_at_load = true;
+    expect_decode_steps_allocation_free("qwen3-tiny", DType::BF16, int8, "int8");
+    expect_decode_steps_allocation_free("stories260k", DType::F32, int8, "fp8_e4m3");
 }
 
 TEST(AllocationFree, CounterSeesAllocations) {

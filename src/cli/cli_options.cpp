@@ -23,6 +23,11 @@ void EngineOptions::add_to(CLI::App& app) {
                    "KV cache size in GiB (default: a fraction of free RAM)");
     app.add_option("--kv-cache-fraction", kv_cache_fraction, "Fraction of available RAM for the KV cache")
         ->capture_default_str();
+    app.add_option("--kv-cache-dtype", kv_cache_dtype,
+                   "KV cache element: auto (the weight dtype), bfloat16, float32, int8, fp8_e4m3 (int8 "
+                   "and fp8 keep a scale per token and KV head)")
+        ->check(CLI::IsMember({"auto", "bfloat16", "float32", "int8", "fp8_e4m3", "fp8"}))
+        ->capture_default_str();
     app.add_flag("--no-prefix-caching", no_prefix_caching, "Disable prefix caching");
     app.add_flag("--no-chunked-prefill", no_chunked_prefill, "Disable chunked prefill");
     app.add_option("--threads", threads, "Compute threads (default: one per core)");
@@ -42,6 +47,7 @@ EngineConfig EngineOptions::to_config() const {
     config.runner.max_model_len = max_model_len;
     config.runner.kv_cache_memory_bytes = int64_t(kv_cache_memory_gib * double(1ll << 30));
     config.runner.kv_cache_memory_fraction = kv_cache_fraction;
+    config.runner.kv_cache_dtype = kv_cache_dtype;
     config.enable_prefix_caching = !no_prefix_caching;
     config.enable_chunked_prefill = !no_chunked_prefill;
     config.num_threads = threads;

@@ -25,6 +25,7 @@ struct EngineOptions {
     int64_t max_model_len = 0;
     double kv_cache_memory_gib = 0;
     double kv_cache_fraction = 0.4;
+    std::string kv_cache_dtype = "auto";
     bool no_prefix_caching = false;
     bool no_chunked_prefill = false;
     int threads = 0;

@@ -1,6 +1,5 @@
 #include "core/dtype.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
@@ -122,24 +121,21 @@ float fp8_e4m3_to_f32(uint8_t bits) {
 }
 
 uint8_t f32_to_fp8_e4m3(float value) {
-    if (std::isnan(value)) return 0x7f;
-    const uint8_t sign = std::signbit(value) ? 0x80 : 0x00;
-    float magnitude = std::fabs(value);
-    if (magnitude >= kFp8E4M3Max) return sign | 0x7e;  // saturate at 448
-    // The representable values below 2^-6 are multiples of 2^-9 (subnormals); above, each binade
-    // [2^e, 2^(e+1)) holds 8 steps of 2^(e-3). Round to the nearest step, ties to even.
-    int exponent = 0;
-    std::frexp(magnitude, &exponent);  // magnitude = f · 2^exponent, f in [0.5, 1)
-    const int step_exponent = std::max(exponent - 1, -6) - 3;
-    const float steps = std::nearbyint(std::ldexp(magnitude, -step_exponent));  // ties to even
-    const float rounded = std::ldexp(steps, step_exponent);
-    if (rounded == 0.0f) return sign;
-    int e = 0;
-    std::frexp(rounded, &e);
-    if (e - 1 < -6) return sign | uint8_t(steps);  // subnormal: mantissa = steps (< 8)
-    const int biased = e - 1 + 7;
-    const int mantissa = int(std::ldexp(rounded, -(e - 1) + 3)) - 8;
-    return sign | uint8_t(biased << 3) | uint8_t(mantissa);
+    uint32_t bits;
+    std::memcpy(&bits, &value, sizeof(bits));
+    const uint8_t sign = uint8_t((bits >> 24) & 0x80);
+    const uint32_t magnitude = bits & 0x7fffffffu;
+    if (magnitude > 0x7f800000u) return 0x7f;          // NaN
+    if (magnitude >= 0x43e00000u) return sign | 0x7e;  // ≥ 448 (and infinity): saturate
+    if (magnitude < 0x3c800000u) {                     // below 2^-6: multiples of 2^-9 (subnormals)
+        float steps = std::nearbyint(std::fabs(value) * 512.0f);  // exact scaling; ties to even
+        return sign | uint8_t(steps);                             // 8 steps is the smallest normal, code 8
+    }
+    // Normal: keep 3 of the 23 mantissa bits, rounding to nearest even; a carry moves into the
+    // exponent. Rebias the exponent from 127 to 7.
+    const uint32_t rounded = magnitude + 0x7ffffu + ((magnitude >> 20) & 1u);
+    const uint32_t code = (rounded >> 20) - ((127u - 7u) << 3);
+    return sign | uint8_t(code > 0x7eu ? 0x7eu : code);
 }
 
 void convert_to_f32(const void* src, DType src_dtype, float* dst, size_t count) {

@@ -28,6 +28,7 @@ struct ModelRunnerConfig {
     int64_t kv_cache_memory_bytes = 0;      // > 0: exact KV budget
     double kv_cache_memory_fraction = 0.4;  // else: this fraction of available RAM after warm-up
     bool use_decode_plans = true;           // false: run decode steps like prefill (for comparison tests)
+    std::string kv_cache_dtype = "auto";    // resolve_kv_cache_dtype (kv_cache.h)
 };
 
 // One sequence of a step, as the runner needs it.

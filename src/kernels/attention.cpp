@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "core/check.h"
 #include "core/parallel.h"
 #include "kernels/attention_tile.h"
+#include "kernels/linear_int8.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -42,21 +44,39 @@ const std::vector<int64_t>& plan_tiles(const AttentionArgs& a, int64_t num_seqs,
 
 }  // namespace
 
+// One (token, KV head) row of an I8 / F8E4M3 cache: the bytes and their scale.
+void store_scaled_row(const float* src, int64_t dim, DType dtype, uint8_t* dst, float* scale) {
+    if (dtype == DType::I8) return quantize_rows_int8(src, 1, dim, dim, false, dst, scale);
+    float amax = 0.0f;
+    for (int64_t d = 0; d < dim; ++d) amax = std::max(amax, std::fabs(src[d]));
+    const float inverse = amax > 0.0f ? kFp8E4M3Max / amax : 0.0f;
+    *scale = amax / kFp8E4M3Max;
+    for (int64_t d = 0; d < dim; ++d) dst[d] = f32_to_fp8_e4m3(src[d] * inverse);
+}
+
 void store_kvcache(const float* k, const float* v, int64_t token_stride, int64_t num_tokens,
                    const int32_t* slot_mapping, const KvCacheLayer& cache) {
     const int64_t row = cache.num_kv_heads * cache.head_dim;
+    const bool scaled = kv_dtype_is_scaled(cache.dtype);
     parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
             int64_t slot = slot_mapping[i];
             if (slot < 0) continue;
             LMRUN_CHECK(slot < cache.num_blocks * cache.block_size, "slot %ld out of range", long(slot));
-            for (auto [src, dst] : {std::pair{k, cache.k}, std::pair{v, cache.v}}) {
+            for (auto [src, dst, scales] :
+                 {std::tuple{k, cache.k, cache.k_scale}, std::tuple{v, cache.v, cache.v_scale}}) {
                 const float* from = src + i * token_stride;
                 if (cache.dtype == DType::F32) {
                     std::copy(from, from + row, static_cast<float*>(dst) + slot * row);
-                } else {
+                } else if (!scaled) {
                     convert_from_f32(from, static_cast<uint16_t*>(dst) + slot * row, DType::BF16,
                                      size_t(row));
+                } else {
+                    for (int64_t h = 0; h < cache.num_kv_heads; ++h) {
+                        store_scaled_row(from + h * cache.head_dim, cache.head_dim, cache.dtype,
+                                         static_cast<uint8_t*>(dst) + slot * row + h * cache.head_dim,
+                                         scales + slot * cache.num_kv_heads + h);
+                    }
                 }
             }
         }
@@ -112,7 +132,10 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
                 "num_heads %ld is not a multiple of num_kv_heads %ld", long(a.num_heads),
                 long(cache.num_kv_heads));
     LMRUN_CHECK(cache.head_dim <= kMaxHeadDim, "head_dim %ld too large", long(cache.head_dim));
-    LMRUN_CHECK(cache.dtype == DType::F32 || cache.dtype == DType::BF16, "KV cache must be F32 or BF16");
+    LMRUN_CHECK(cache.dtype == DType::F32 || cache.dtype == DType::BF16 || kv_dtype_is_scaled(cache.dtype),
+                "KV cache must be F32, BF16, I8 or F8E4M3");
+    LMRUN_CHECK(!kv_dtype_is_scaled(cache.dtype) || (cache.k_scale && cache.v_scale),
+                "scaled KV cache without scales");
     const int64_t group = a.num_heads / cache.num_kv_heads;
     LMRUN_CHECK(group <= kTileRows, "GQA group %ld too large", long(group));
     const int64_t tokens_per_tile = kTileRows / group;
