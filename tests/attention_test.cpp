@@ -249,8 +249,11 @@ TEST(StoreKvCache, QuantizesEachTokenAndHeadWithItsOwnScale) {
         store_kvcache(k.data(), v.data(), row, 2, slots.data(), cache);
         const float max_code = dtype == DType::I8 ? 127.0f : kFp8E4M3Max;
         EXPECT_EQ(k_scale[6 * heads + 0], 0.0f);
-        EXPECT_FLOAT_EQ(k_scale[6 * heads + 1], 1000.0f / max_code);
-        EXPECT_FLOAT_EQ(v_scale[6 * heads + 1], 1000.0f / max_code);
+        // int8: max / 127; fp8: one of the searched scales max / 448 · 2^(j/4) (kv_quantize.h).
+        const float ratio = k_scale[6 * heads + 1] / (1000.0f / max_code);
+        EXPECT_GE(ratio, 0.9999f);
+        EXPECT_LE(ratio, dtype == DType::I8 ? 1.0001f : 1.7f);
+        EXPECT_EQ(v_scale[6 * heads + 1], k_scale[6 * heads + 1]);
         for (int64_t d = 0; d < dim; ++d) {
             EXPECT_EQ(kv_byte_value(dtype, k_mem[6 * row + d]), 0.0f);
             const float value = kv_byte_value(dtype, k_mem[6 * row + dim + d]) * k_scale[6 * heads + 1];
@@ -262,7 +265,8 @@ TEST(StoreKvCache, QuantizesEachTokenAndHeadWithItsOwnScale) {
             EXPECT_EQ(kv_byte_value(dtype, v_mem[6 * row + dim + d]),
                       -kv_byte_value(dtype, k_mem[6 * row + dim + d]));
         }
-        EXPECT_EQ(kv_byte_value(dtype, k_mem[6 * row + dim + 2]), max_code);  // the outlier sets the scale
+        // The outlier sets the scale: it is stored near the top of the code range.
+        EXPECT_GE(kv_byte_value(dtype, k_mem[6 * row + dim + 2]), dtype == DType::I8 ? 127.0f : 256.0f);
         for (size_t i = 0; i < k_scale.size(); ++i)
             if (i != 6 * heads && i != 6 * heads + 1)
                 EXPECT_EQ(k_scale[i], -1.0f) << i;  // padding wrote nothing

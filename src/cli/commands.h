@@ -14,5 +14,6 @@ CommandRunner add_generate_command(CLI::App& app);
 CommandRunner add_chat_command(CLI::App& app);
 CommandRunner add_bench_command(CLI::App& app);
 CommandRunner add_serve_command(CLI::App& app);
+CommandRunner add_perplexity_command(CLI::App& app);
 
 }  // namespace lmrun::cli

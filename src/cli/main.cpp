@@ -3,6 +3,7 @@
 //   lmrun chat --model DIR                        interactive chat
 //   lmrun bench --model DIR                       prefill / decode throughput
 //   lmrun serve --model DIR                       OpenAI-compatible HTTP server
+//   lmrun perplexity --model DIR --text FILE      perplexity of a text (quantization quality)
 #include <cstdio>
 #include <map>
 
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
     commands["chat"] = lmrun::cli::add_chat_command(app);
     commands["bench"] = lmrun::cli::add_bench_command(app);
     commands["serve"] = lmrun::cli::add_serve_command(app);
+    commands["perplexity"] = lmrun::cli::add_perplexity_command(app);
     CLI11_PARSE(app, argc, argv);
     for (auto& [name, run] : commands) {
         if (app.got_subcommand(name)) return run();

@@ -9,6 +9,7 @@
 // kernels were warmed, at start-up: a decode step allocates nothing.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -70,6 +71,11 @@ class ModelRunner {
     // Logits at chosen rows of one sequence's new tokens (rows index into its num_new_tokens),
     // [rows, vocab]; at most max_num_seqs rows. For tests that compare every position.
     std::span<const float> compute_logits_at(const RunnerSequence& seq, std::span<const int32_t> rows);
+    // Runs seq's new tokens (a prefill chunk, nothing sampled) and hands the logits of every row
+    // from `first_row` on to on_rows(first, count, logits [count, vocab]), max_num_seqs rows at a
+    // time. For scoring text (perplexity).
+    using RowLogitsFn = std::function<void(int64_t first, int64_t count, std::span<const float> logits)>;
+    void score_rows(const RunnerSequence& seq, int64_t first_row, const RowLogitsFn& on_rows);
 
     const CausalLM& model() const { return *model_; }
     const ModelRunnerConfig& config() const { return config_; }

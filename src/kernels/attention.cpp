@@ -10,7 +10,7 @@
 #include "core/check.h"
 #include "core/parallel.h"
 #include "kernels/attention_tile.h"
-#include "kernels/linear_int8.h"
+#include "kernels/kv_quantize.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -44,16 +44,6 @@ const std::vector<int64_t>& plan_tiles(const AttentionArgs& a, int64_t num_seqs,
 
 }  // namespace
 
-// One (token, KV head) row of an I8 / F8E4M3 cache: the bytes and their scale.
-void store_scaled_row(const float* src, int64_t dim, DType dtype, uint8_t* dst, float* scale) {
-    if (dtype == DType::I8) return quantize_rows_int8(src, 1, dim, dim, false, dst, scale);
-    float amax = 0.0f;
-    for (int64_t d = 0; d < dim; ++d) amax = std::max(amax, std::fabs(src[d]));
-    const float inverse = amax > 0.0f ? kFp8E4M3Max / amax : 0.0f;
-    *scale = amax / kFp8E4M3Max;
-    for (int64_t d = 0; d < dim; ++d) dst[d] = f32_to_fp8_e4m3(src[d] * inverse);
-}
-
 void store_kvcache(const float* k, const float* v, int64_t token_stride, int64_t num_tokens,
                    const int32_t* slot_mapping, const KvCacheLayer& cache) {
     const int64_t row = cache.num_kv_heads * cache.head_dim;
@@ -73,9 +63,9 @@ void store_kvcache(const float* k, const float* v, int64_t token_stride, int64_t
                                      size_t(row));
                 } else {
                     for (int64_t h = 0; h < cache.num_kv_heads; ++h) {
-                        store_scaled_row(from + h * cache.head_dim, cache.head_dim, cache.dtype,
-                                         static_cast<uint8_t*>(dst) + slot * row + h * cache.head_dim,
-                                         scales + slot * cache.num_kv_heads + h);
+                        quantize_kv_row(from + h * cache.head_dim, cache.head_dim, cache.dtype,
+                                        static_cast<uint8_t*>(dst) + slot * row + h * cache.head_dim,
+                                        scales + slot * cache.num_kv_heads + h);
                     }
                 }
             }

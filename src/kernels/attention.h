@@ -3,8 +3,7 @@
 //   cache k, v: [num_blocks, block_size, num_kv_heads, head_dim], F32, BF16, I8 or F8E4M3;
 //               token slot = block_id * block_size + offset.
 //   k_scale, v_scale (I8 / F8E4M3 caches): [num_blocks, block_size, num_kv_heads] F32, one
-//               scale per token and KV head: value = stored · scale, scale = max|row| / 127
-//               (int8, round to nearest even) or / 448 (fp8 e4m3, the format's largest value).
+//               scale per token and KV head: value = stored · scale (kv_quantize.h).
 //   q:   [num_tokens, num_heads, head_dim], row stride q_token_stride floats (may sit in a qkv buffer)
 //   out: [num_tokens, num_heads, head_dim] contiguous F32.
 //   block_tables: [num_seqs, max_blocks_per_seq] int32; row s lists sequence s's blocks in order.
