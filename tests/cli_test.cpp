@@ -1,9 +1,12 @@
 // The lmrun command as a user runs it: generate prints the golden story, bad
-// input gets a clear message and a non-zero exit code, every subcommand has --help.
+// input gets a clear message and a non-zero exit code, every subcommand has --help, perplexity
+// prints its JSON record.
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "test_util.h"
@@ -80,11 +83,53 @@ TEST(Cli, BadInputGetsAClearErrorAndExitCode) {
 }
 
 TEST(Cli, EverySubcommandHasHelp) {
-    for (const char* command : {"generate", "chat", "bench"}) {
+    for (const char* command : {"generate", "chat", "bench", "perplexity"}) {
         CommandResult result = run_lmrun(std::string(command) + " --help");
         EXPECT_EQ(result.exit_code, 0) << command;
         EXPECT_NE(result.output.find("--model"), std::string::npos) << command << ": " << result.output;
     }
+}
+
+nlohmann::json last_json_line(const std::string& output) {
+    const size_t start = output.rfind("\n{\"");
+    if (start == std::string::npos) return nullptr;
+    return nlohmann::json::parse(output.substr(start + 1, output.find('\n', start + 1) - start - 1));
+}
+
+TEST(Cli, PerplexityScoresATextFile) {
+    const std::string text = make_temp_dir("cli_perplexity") + "/story.txt";
+    std::ofstream(text)
+        << "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+           "park. One day, she saw a big dog. The dog was very happy and wanted to play with her.\n";
+    const std::string base =
+        "perplexity --model " + stories_dir() + " --text " + text + " --context 32 --threads 1 --json";
+    CommandResult plain = run_lmrun(base);
+    ASSERT_EQ(plain.exit_code, 0) << plain.output;
+    nlohmann::json record = last_json_line(plain.output);
+    ASSERT_TRUE(record.is_object()) << plain.output;
+    EXPECT_EQ(record["context"], 32);
+    EXPECT_EQ(record["stride"], 16);
+    EXPECT_EQ(record["tokens_scored"].get<int64_t>(), record["tokens"].get<int64_t>() - 1);
+    // The model's own kind of text: far below the 512-token vocabulary's uniform perplexity.
+    const double perplexity = record["perplexity"];
+    EXPECT_GT(perplexity, 1.0);
+    EXPECT_LT(perplexity, 50.0);
+    CommandResult quantized = run_lmrun(base + " --quantization int8 --kv-cache-dtype int8");
+    ASSERT_EQ(quantized.exit_code, 0) << quantized.output;
+    nlohmann::json quantized_record = last_json_line(quantized.output);
+    ASSERT_TRUE(quantized_record.is_object()) << quantized.output;
+    EXPECT_EQ(quantized_record["weight_quantization"], "int8");
+    EXPECT_EQ(quantized_record["kv_cache_dtype"], "int8");
+    EXPECT_NE(quantized_record["perplexity"].get<double>(), perplexity);  // the quantized path really ran
+    EXPECT_NEAR(quantized_record["perplexity"].get<double>() / perplexity, 1.0, 0.05);
+
+    CommandResult missing =
+        run_lmrun("perplexity --model " + stories_dir() + " --text /nonexistent/text.txt");
+    EXPECT_NE(missing.exit_code, 0);
+    EXPECT_NE(missing.output.find("/nonexistent/text.txt"), std::string::npos) << missing.output;
+    CommandResult bad_stride = run_lmrun(base + " --stride 40");
+    EXPECT_NE(bad_stride.exit_code, 0);
+    EXPECT_NE(bad_stride.output.find("--stride"), std::string::npos) << bad_stride.output;
 }
 
 }  // namespace
