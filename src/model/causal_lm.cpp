@@ -209,8 +209,11 @@ void CausalLM::compute_logits(std::span<const int32_t> rows, ActivationBuffers& 
 }
 
 size_t CausalLM::weight_nbytes() const {
-    size_t total =
-        (embed_tokens_.shares_head() ? 0 : embed_tokens_.weight_nbytes()) + lm_head_.weight_nbytes();
+    return (embed_tokens_.shares_head() ? 0 : embed_tokens_.weight_nbytes()) + forward_weight_nbytes();
+}
+
+size_t CausalLM::forward_weight_nbytes() const {
+    size_t total = lm_head_.weight_nbytes();
     for (const DecoderLayer& layer : layers_) {
         total += layer.self_attn.qkv_proj.weight_nbytes() + layer.self_attn.o_proj.weight_nbytes() +
                  layer.mlp.gate_up_proj.weight_nbytes() + layer.mlp.down_proj.weight_nbytes();

@@ -46,6 +46,9 @@ class CausalLM {
     int64_t num_kv_heads_local() const { return layers_[0].self_attn.qkv_proj.num_kv_heads(); }
     int64_t intermediate_local() const { return layers_[0].mlp.down_proj.in_features(); }
     size_t weight_nbytes() const;
+    // The weight bytes one forward pass reads in full: the layers and the LM head (an untied
+    // embedding table is only read at the tokens' rows). Rooflines divide this by bandwidth.
+    size_t forward_weight_nbytes() const;
 
   private:
     CausalLM(const ModelConfig& config, DType weight_dtype, const ParallelConfig& parallel);
