@@ -8,7 +8,8 @@ DEB_PACKAGES=(
     build-essential cmake ninja-build pkg-config git
     libdnnl-dev            # oneDNN: BF16/AMX matrix products
     nlohmann-json3-dev     # config.json, safetensors headers, HTTP bodies
-    libcpp-httplib-dev     # OpenAI-compatible HTTP server
+    libmicrohttpd-dev      # the server's HTTP layer (lmrun serve)
+    libcpp-httplib-dev     # HTTP client of tools/bench_serve and the server's C++ tests
     libcli11-dev           # command line
     libfmt-dev
     libxxhash-dev          # prefix-cache block hashes

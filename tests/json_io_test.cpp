@@ -5,6 +5,7 @@
 #include <fstream>
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace lmrun {
@@ -69,6 +70,65 @@ TEST(JsonIo, FileErrorsNameThePath) {
     ASSERT_FALSE(too_big.ok());
     EXPECT_EQ(too_big.error().kind, ErrorKind::ResourceExhausted);
     std::filesystem::remove(path);
+}
+
+TEST(JsonIo, OrderedKeepsDocumentOrderAndLastValueOfARepeatedKey) {
+    auto json =
+        parse_ordered_json(R"({"z": 1, "a": {"y": [true, null, "s\u0000t"], "b": 2.5}, "z": 3})", "body");
+    ASSERT_TRUE(json.ok()) << json.error().message;
+    EXPECT_EQ(json->dump(), R"({"z":3,"a":{"y":[true,null,"s\u0000t"],"b":2.5}})");
+    EXPECT_EQ((*json)["a"]["y"][2].get<std::string>(), std::string("s\0t", 3));
+    auto scalar = parse_ordered_json("18446744073709551615", "body");
+    ASSERT_TRUE(scalar.ok());
+    EXPECT_EQ(scalar->get<uint64_t>(), 18446744073709551615ull);
+}
+
+TEST(JsonIo, OrderedRefusesDeepMalformedAndLargeText) {
+    const int depth = 200000;
+    std::string deep(depth, '[');
+    deep.append(depth, ']');
+    auto too_deep = parse_ordered_json(deep, "request body");
+    ASSERT_FALSE(too_deep.ok());
+    EXPECT_EQ(too_deep.error().kind, ErrorKind::ResourceExhausted);
+    EXPECT_EQ(too_deep.error().message, "request body: JSON nested deeper than 256 levels");
+    JsonLimits limits;
+    limits.max_depth = 2;
+    EXPECT_TRUE(parse_ordered_json(R"({"a": [1]})", "t", limits).ok());
+    EXPECT_FALSE(parse_ordered_json(R"({"a": [[1]]})", "t", limits).ok());
+    auto malformed = parse_ordered_json(R"({"a": 1} x)", "request body");
+    ASSERT_FALSE(malformed.ok());
+    EXPECT_EQ(malformed.error().kind, ErrorKind::Corrupt);
+    limits.max_bytes = 4;
+    auto large = parse_ordered_json("[1,2,3]", "t", limits);
+    ASSERT_FALSE(large.ok());
+    EXPECT_EQ(large.error().kind, ErrorKind::ResourceExhausted);
+}
+
+// An object with many keys costs one hash lookup per key: no key is compared with the keys
+// before it (a search of the object per insert, as ordered_map::emplace does, would make
+// n * (n - 1) / 2 comparisons here). Only a repeated key is compared, once.
+TEST(JsonIo, OrderedObjectKeysAreNotComparedWithEachOther) {
+    const int num_keys = 80000;
+    std::string text = "{";
+    for (int i = 0; i < num_keys; ++i) text += fmt::format("{}\"k{}\": {}", i ? "," : "", i, i);
+    text += "}";
+    JsonParseStats stats;
+    auto json = parse_ordered_json(text, "body", {}, &stats);
+    ASSERT_TRUE(json.ok()) << json.error().message;
+    ASSERT_EQ(json->size(), size_t(num_keys));
+    EXPECT_EQ(json->begin().key(), "k0");
+    EXPECT_EQ(stats.key_comparisons, 0u);
+
+    std::string repeated = "{";
+    for (int i = 0; i < 2 * num_keys; ++i)
+        repeated += fmt::format("{}\"k{}\": {}", i ? "," : "", i % num_keys, i);
+    repeated += "}";
+    JsonParseStats repeated_stats;
+    auto twice = parse_ordered_json(repeated, "body", {}, &repeated_stats);
+    ASSERT_TRUE(twice.ok());
+    EXPECT_EQ(twice->size(), size_t(num_keys));
+    EXPECT_EQ((*twice)["k0"], num_keys);
+    EXPECT_EQ(repeated_stats.key_comparisons, size_t(num_keys));
 }
 
 }  // namespace

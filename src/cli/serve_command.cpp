@@ -1,7 +1,9 @@
-// lmrun serve: the OpenAI-compatible HTTP server. Loads the model, starts the
-// engine thread and the HTTP workers, and runs until SIGINT/SIGTERM, when it
-// stops taking requests, lets in-flight ones finish (up to --shutdown-timeout)
-// and exits 0. Logs "listening on http://HOST:PORT" once it accepts requests.
+// lmrun serve: the OpenAI-compatible HTTP server. Checks its options, loads the
+// model, starts the engine thread and the HTTP server, and runs until
+// SIGINT/SIGTERM, when it stops taking requests and lets in-flight ones finish
+// until --shutdown-timeout. Exit code 0 when they all did, 4 (kExitRuntime) when
+// some had to be aborted at the deadline; 1 for a bad option, 2 for a model that
+// cannot be loaded. Logs "listening on http://HOST:PORT" once it accepts requests.
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -9,9 +11,11 @@
 #include <thread>
 
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include "cli/cli_options.h"
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
 #include "core/logging.h"
 #include "server/http_server.h"
 
@@ -25,7 +29,58 @@ struct ServeArgs {
     std::string chat_template_file;
     int64_t max_queued_requests = 256;
     double shutdown_timeout_seconds = 30;
+    int64_t max_request_body_mb = 64;
+    CLI::Option* max_connections_option = nullptr;  // tells whether --max-connections was given
 };
+
+// A number within [min, max]; written as !(min <= x <= max) so NaN fails too.
+template <typename T>
+Status check_range(const char* option, T value, T min, T max) {
+    if (!(value >= min && value <= max))
+        return make_error("{} must be in [{}, {}], got {}", option, min, max, value);
+    return ok_status();
+}
+
+// The soft limit on open files is raised to the hard one (each connection is a socket); the
+// connection limit must fit in it, with room for the model's files and the engine. A limit
+// given on the command line that does not fit is an error; the default shrinks to fit.
+Status fit_connections_to_file_limit(int& max_connections, bool given) {
+    constexpr rlim_t kSpareFiles = 64;
+    rlimit limit{};
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return ok_status();
+    if (limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &limit);
+        getrlimit(RLIMIT_NOFILE, &limit);
+    }
+    if (limit.rlim_cur == RLIM_INFINITY || rlim_t(max_connections) + kSpareFiles <= limit.rlim_cur)
+        return ok_status();
+    if (given || limit.rlim_cur <= 2 * kSpareFiles) {
+        return make_error(
+            "--max-connections {} needs {} open files, but this process may open {} (ulimit -n)",
+            max_connections, rlim_t(max_connections) + kSpareFiles, limit.rlim_cur);
+    }
+    const int fitting = int(limit.rlim_cur - kSpareFiles);
+    log_warn("--max-connections {} lowered to {}: this process may open {} files (ulimit -n)",
+             max_connections, fitting, limit.rlim_cur);
+    max_connections = fitting;
+    return ok_status();
+}
+
+Status check_serve_args(ServeArgs& args) {
+    LMRUN_RETURN_IF_ERROR(check_range("--port", args.http.port, 0, 65535));
+    LMRUN_RETURN_IF_ERROR(check_range("--http-threads", args.http.http_threads, 1, 1024));
+    LMRUN_RETURN_IF_ERROR(
+        check_range("--max-queued-requests", args.max_queued_requests, int64_t(0), int64_t(1) << 20));
+    LMRUN_RETURN_IF_ERROR(
+        check_range("--max-request-body-mb", args.max_request_body_mb, int64_t(1), int64_t(4096)));
+    LMRUN_RETURN_IF_ERROR(check_range("--max-connections", args.http.max_connections, 1, 1 << 20));
+    LMRUN_RETURN_IF_ERROR(check_range("--idle-timeout", args.http.idle_timeout_seconds, 1, 86400));
+    LMRUN_RETURN_IF_ERROR(check_range("--request-timeout", args.http.request_timeout_seconds, 0.1, 86400.0));
+    LMRUN_RETURN_IF_ERROR(check_range("--shutdown-timeout", args.shutdown_timeout_seconds, 0.0, 86400.0));
+    args.http.max_request_body_bytes = size_t(args.max_request_body_mb) << 20;
+    return fit_connections_to_file_limit(args.http.max_connections, args.max_connections_option->count() > 0);
+}
 
 std::string default_model_name(const std::string& model_dir) {
     std::filesystem::path path = std::filesystem::path(model_dir).lexically_normal();
@@ -53,20 +108,23 @@ Result<std::optional<ChatTemplate>> load_chat_template(const ServeArgs& args, co
 }
 
 // SIGINT/SIGTERM are blocked in every thread and taken here, where a shutdown may block.
+// `drained` tells whether every in-flight request finished before the deadline.
 void watch_signals(const sigset_t& signals, const std::atomic<bool>& serving, server::HttpServer& http,
-                   double grace_seconds) {
+                   double timeout_seconds, bool& drained) {
     const timespec poll = {0, 200 * 1000 * 1000};
     while (serving) {
         int signal = sigtimedwait(&signals, nullptr, &poll);
         if (signal < 0) continue;
         log_info("received {}: shutting down (in-flight requests have {} s to finish)",
-                 signal == SIGINT ? "SIGINT" : "SIGTERM", grace_seconds);
-        http.shutdown(grace_seconds);
+                 signal == SIGINT ? "SIGINT" : "SIGTERM", timeout_seconds);
+        drained = http.shutdown(timeout_seconds);
         return;
     }
 }
 
 int run_serve(ServeArgs& args) {
+    if (Status valid = check_serve_args(args); !valid.ok())
+        return log_error("{}", valid.error().message), kExitUsage;
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
@@ -75,9 +133,9 @@ int run_serve(ServeArgs& args) {
     std::signal(SIGPIPE, SIG_IGN);                  // a client that hangs up is a failed write, not a crash
 
     auto engine = LLMEngine::create(args.engine.to_config());
-    if (!engine.ok()) return log_error("{}", engine.error().message), 1;
+    if (!engine.ok()) return log_error("{}", engine.error().message), exit_code_for(engine.error());
     auto chat_template = load_chat_template(args, engine.value()->tokenizer());
-    if (!chat_template.ok()) return log_error("{}", chat_template.error().message), 2;
+    if (!chat_template.ok()) return log_error("{}", chat_template.error().message), kExitModel;
     server::ModelInfo info;
     info.served_name =
         args.served_model_name.empty() ? default_model_name(args.engine.model) : args.served_model_name;
@@ -91,19 +149,30 @@ int run_serve(ServeArgs& args) {
     server::AsyncEngine async_engine(std::move(engine).value(), engine_options, metrics);
     server::HttpServer http(args.http, prompts, async_engine, metrics);
     auto port = http.bind();
-    if (!port.ok()) return log_error("{}", port.error().message), 1;
+    if (!port.ok()) return log_error("{}", port.error().message), kExitUsage;
     async_engine.start();
     std::atomic<bool> serving{true};
-    std::thread signal_thread([&] { watch_signals(signals, serving, http, args.shutdown_timeout_seconds); });
+    bool drained = true;
+    std::thread signal_thread(
+        [&] { watch_signals(signals, serving, http, args.shutdown_timeout_seconds, drained); });
     log_info("serving {} (max_model_len {}) on http://{}:{}", info.served_name, info.max_model_len,
              args.http.host, port.value());
     log_info("listening on http://{}:{}", args.http.host, port.value());
-    http.serve();
+    Status served = http.serve();
+    if (!served.ok()) {
+        log_error("{}", served.error().message);
+        http.shutdown(0);
+    }
     serving = false;
     signal_thread.join();
     async_engine.stop();
+    if (!served.ok()) return exit_code_for(served.error());
+    if (!drained) {
+        log_warn("server stopped: some requests were aborted at the --shutdown-timeout deadline");
+        return kExitRuntime;
+    }
     log_info("server stopped");
-    return 0;
+    return kExitOk;
 }
 
 }  // namespace
@@ -117,21 +186,43 @@ CommandRunner add_serve_command(CLI::App& app) {
     command->add_option("--port", args->http.port, "Port (0 = any free port)")->capture_default_str();
     command->add_option("--served-model-name", args->served_model_name,
                         "Model name clients use (default: folder name)");
-    command->add_option("--api-key", args->http.api_key,
-                        "Require 'Authorization: Bearer KEY' on /v1 (or LMRUN_API_KEY)");
+    command->add_option(
+        "--api-key", args->http.api_key,
+        "Require 'Authorization: Bearer KEY' on /v1, /tokenize, /detokenize (or LMRUN_API_KEY)");
+    command->add_flag("--allow-unauthenticated-tokenize", args->http.allow_unauthenticated_tokenize,
+                      "With --api-key, leave /tokenize and /detokenize open (as vLLM does)");
     command
         ->add_option("--max-queued-requests", args->max_queued_requests,
                      "Sequences admitted beyond --max-num-seqs; more get 429")
         ->capture_default_str();
     command
         ->add_option("--http-threads", args->http.http_threads,
-                     "HTTP worker threads (concurrent connections)")
+                     "Worker threads that parse, tokenize and build responses (connections need none)")
+        ->capture_default_str();
+    args->max_connections_option =
+        command
+            ->add_option("--max-connections", args->http.max_connections,
+                         "Open connections at most; more wait in the listen backlog")
+            ->capture_default_str();
+    command
+        ->add_option("--max-request-body-mb", args->max_request_body_mb,
+                     "Largest request body in MiB (chunked or not); larger gets 413")
+        ->capture_default_str();
+    command
+        ->add_option(
+            "--request-timeout", args->http.request_timeout_seconds,
+            "Seconds a client has to send a whole request (headers and body); slower ones are dropped")
+        ->capture_default_str();
+    command
+        ->add_option("--idle-timeout", args->http.idle_timeout_seconds,
+                     "Seconds without a byte either way before a connection is closed")
         ->capture_default_str();
     command->add_option("--chat-template", args->chat_template_file,
                         "Jinja chat template file (default: the tokenizer's)");
     command
         ->add_option("--shutdown-timeout", args->shutdown_timeout_seconds,
-                     "Seconds in-flight requests may take to finish on SIGINT/SIGTERM")
+                     "Seconds in-flight requests may take to finish on SIGINT/SIGTERM; then they are "
+                     "aborted and the exit code is 4")
         ->capture_default_str();
     return [args] { return run_serve(*args); };
 }

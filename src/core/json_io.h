@@ -25,6 +25,19 @@ struct JsonLimits {
 Result<nlohmann::json> parse_json(std::string_view text, std::string_view source,
                                   const JsonLimits& limits = {});
 
+// Work counted while parsing, so tests can check the algorithm's cost without timing it.
+struct JsonParseStats {
+    size_t key_comparisons = 0;  // string equality tests made to find repeated object keys
+};
+
+// The same, keeping object keys in document order (request bodies: chat templates see the
+// order, as Python's json does). Linear in the text: repeated keys are found through a hash
+// table (nlohmann's ordered_map alone searches every key on each insert, quadratic for an
+// object with many keys). A repeated key keeps its first position and takes its last value.
+Result<nlohmann::ordered_json> parse_ordered_json(std::string_view text, std::string_view source,
+                                                  const JsonLimits& limits = {},
+                                                  JsonParseStats* stats = nullptr);
+
 // Reads and parses a whole file. Errors name the path: NotFound (cannot open), Corrupt, ResourceExhausted.
 Result<nlohmann::json> read_json_file(const std::string& path, const JsonLimits& limits = {});
 

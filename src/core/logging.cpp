@@ -38,7 +38,10 @@ void log_line(LogLevel level, const std::string& message) {
                       : level == LogLevel::Warn ? "WARN"
                                                 : "ERROR";
     std::lock_guard<std::mutex> lock(mutex);
-    std::fprintf(stderr, "lmrun %s %s\n", tag, message.c_str());
+    // Written by size: a message quoting request text may hold a NUL, and nothing after it may be lost.
+    std::fprintf(stderr, "lmrun %s ", tag);
+    std::fwrite(message.data(), 1, message.size(), stderr);
+    std::fputc('\n', stderr);
 }
 
 }  // namespace lmrun

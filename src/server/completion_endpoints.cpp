@@ -1,5 +1,5 @@
-// POST /v1/completions and POST /v1/chat/completions: parse and validate on the
-// HTTP thread, tokenize, then hand over to the generation responder.
+// POST /v1/completions and POST /v1/chat/completions: parse and validate on a
+// worker thread, tokenize, then hand over to the generation responder.
 #include "server/generation_responder.h"
 
 namespace lmrun::server {
@@ -20,25 +20,25 @@ GenerationPlan plan_for(const EndpointContext& context, const GenerationRequest&
     return plan;
 }
 
-}  // namespace
-
-void handle_completions(EndpointContext& context, const httplib::Request& req, httplib::Response& res) {
+// Everything up to the engine; on failure the error to answer.
+std::optional<ApiError> plan_completion(EndpointContext& context, const HttpRequest& http_request,
+                                        GenerationPlan& plan) {
     Json body;
-    if (!parse_body(req, res, body)) return;
+    if (auto error = parse_body(http_request, body)) return error;
     CompletionRequest request;
-    if (auto error = parse_completion_request(body, request)) return send_error(res, *error);
-    if (!check_model(context, request.model, res)) return;
-    GenerationPlan plan = plan_for(context, request, ApiKind::Completion);
+    if (auto error = parse_completion_request(body, request)) return error;
+    if (auto error = check_model(context, request.model)) return error;
+    plan = plan_for(context, request, ApiKind::Completion);
     for (const PromptInput& prompt : request.prompts) {
         EngineRequest engine_request;
         engine_request.params = request.params;
         if (auto error = context.prompts.encode_prompt(prompt, request.add_special_tokens,
                                                        engine_request.prompt_ids)) {
-            return send_error(res, *error);
+            return error;
         }
         if (auto error = context.prompts.fit_to_context(engine_request.prompt_ids, request.max_tokens_given,
                                                         "prompt", engine_request.params)) {
-            return send_error(res, *error);
+            return error;
         }
         if (request.echo) {
             plan.echo_prefixes.push_back(prompt.is_token_ids ? context.prompts.decode(prompt.token_ids, false)
@@ -46,26 +46,42 @@ void handle_completions(EndpointContext& context, const httplib::Request& req, h
         }
         plan.requests.push_back(std::move(engine_request));
     }
-    respond_generation(context, std::move(plan), res);
+    return std::nullopt;
 }
 
-void handle_chat_completions(EndpointContext& context, const httplib::Request& req, httplib::Response& res) {
+std::optional<ApiError> plan_chat(EndpointContext& context, const HttpRequest& http_request,
+                                  GenerationPlan& plan) {
     Json body;
-    if (!parse_body(req, res, body)) return;
+    if (auto error = parse_body(http_request, body)) return error;
     ChatRequest request;
-    if (auto error = parse_chat_request(body, request)) return send_error(res, *error);
-    if (!check_model(context, request.model, res)) return;
-    GenerationPlan plan = plan_for(context, request, ApiKind::Chat);
+    if (auto error = parse_chat_request(body, request)) return error;
+    if (auto error = check_model(context, request.model)) return error;
+    plan = plan_for(context, request, ApiKind::Chat);
     EngineRequest engine_request;
     engine_request.params = request.params;
-    if (auto error = context.prompts.encode_chat(request, engine_request.prompt_ids))
-        return send_error(res, *error);
+    if (auto error = context.prompts.encode_chat(request, engine_request.prompt_ids)) return error;
     if (auto error = context.prompts.fit_to_context(engine_request.prompt_ids, request.max_tokens_given,
                                                     "messages", engine_request.params)) {
-        return send_error(res, *error);
+        return error;
     }
     plan.requests.push_back(std::move(engine_request));
-    respond_generation(context, std::move(plan), res);
+    return std::nullopt;
+}
+
+}  // namespace
+
+void handle_completions(EndpointContext& context, const ExchangePtr& exchange) {
+    GenerationPlan plan;
+    if (auto error = plan_completion(context, exchange->request(), plan))
+        return exchange->respond(error_response(*error));
+    respond_generation(context, std::move(plan), exchange);
+}
+
+void handle_chat_completions(EndpointContext& context, const ExchangePtr& exchange) {
+    GenerationPlan plan;
+    if (auto error = plan_chat(context, exchange->request(), plan))
+        return exchange->respond(error_response(*error));
+    respond_generation(context, std::move(plan), exchange);
 }
 
 }  // namespace lmrun::server

@@ -6,8 +6,6 @@
 namespace lmrun::server {
 namespace {
 
-constexpr double kPollSeconds = 0.05;
-
 Usage usage_of(const std::vector<RequestOutput>& outputs) {
     Usage usage;
     for (const RequestOutput& output : outputs) {
@@ -99,51 +97,64 @@ std::string format_stream_header(StreamState& state) {
     return out;
 }
 
-// One call of httplib's chunked content provider: whatever the engine produced since the last call.
-bool provide_chunks(EndpointContext& context, StreamState& state, httplib::DataSink& sink) {
-    if (state.done) {
-        sink.done();
-        return true;
-    }
-    TokenTextFn token_text = [&](int32_t id) { return context.prompts.token_text(id); };
-    std::string out;
-    if (!state.header_sent) {
-        state.header_sent = true;
-        out += format_stream_header(state);
-    }
-    for (std::optional<StreamEvent> event = state.stream->pop(kPollSeconds); event;
-         event = state.stream->pop(0)) {
-        out += format_event(state, *event, token_text);
-        if (out.size() > (1 << 16)) break;
-    }
-    const bool finished = state.stream->all_finished();
-    if (finished) {
-        if (state.plan.include_usage) {
-            const char* object =
-                state.plan.kind == ApiKind::Chat ? "chat.completion.chunk" : "text_completion";
-            out += sse_event(usage_chunk(state.plan.header, object, state.usage));
-        }
-        out += sse_done();
-    }
-    if (!out.empty() && !sink.write(out.data(), out.size())) return false;
-    if (finished) {
-        state.done = true;
-        sink.done();
-    }
-    return true;
-}
+// The Server-Sent Events of one streamed response, pulled by the transport as the client takes them.
+class SseBody final : public BodyStream {
+  public:
+    SseBody(EndpointContext& context, std::shared_ptr<StreamState> state)
+        : context_(context), state_(std::move(state)) {}
 
-void respond_streaming(EndpointContext& context, std::shared_ptr<StreamState> state, httplib::Response& res) {
-    res.set_header("Cache-Control", "no-cache");
-    res.set_header("X-Accel-Buffering", "no");
+    Poll poll(std::string& out, const std::function<void()>& wake) override {
+        StreamState& state = *state_;
+        if (state.done) return Poll::End;
+        TokenTextFn token_text = [&](int32_t id) { return context_.prompts.token_text(id); };
+        if (!state.header_sent) {
+            state.header_sent = true;
+            out += format_stream_header(state);
+        }
+        // Drain what is there; leave a wake-up only when nothing was found.
+        while (out.size() < (1 << 16)) {
+            std::optional<StreamEvent> event =
+                state.stream->try_pop(out.empty() ? wake : std::function<void()>());
+            if (!event) break;
+            out += format_event(state, *event, token_text);
+        }
+        if (state.stream->all_finished()) {
+            if (state.plan.include_usage) {
+                const char* object =
+                    state.plan.kind == ApiKind::Chat ? "chat.completion.chunk" : "text_completion";
+                out += sse_event(usage_chunk(state.plan.header, object, state.usage));
+            }
+            out += sse_done();
+            state.done = true;
+            return Poll::End;
+        }
+        return out.empty() ? Poll::Pending : Poll::Data;
+    }
+
+    void finished(bool complete) override {
+        // The client went away (or a write failed) before the end: free its KV blocks now.
+        if (!complete || !state_->done) context_.engine.abort(state_->stream);
+    }
+
+  private:
+    EndpointContext& context_;
+    std::shared_ptr<StreamState> state_;
+};
+
+void respond_streaming(EndpointContext& context, std::shared_ptr<StreamState> state,
+                       const ExchangePtr& exchange) {
+    // A client that hangs up while nothing is being written (a long prefill) is noticed too.
     AsyncEngine* engine = &context.engine;
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [&context, state](size_t, httplib::DataSink& sink) { return provide_chunks(context, *state, sink); },
-        [engine, state](bool success) {
-            // The client went away (or the write failed): free its KV blocks now.
-            if (!success || !state->done) engine->abort(state->stream);
-        });
+    std::weak_ptr<RequestStream> stream = state->stream;
+    exchange->on_client_gone([engine, stream] {
+        if (auto alive = stream.lock()) engine->abort(alive);
+    });
+    HttpResponse response;
+    response.content_type = "text/event-stream";
+    response.set_header("Cache-Control", "no-cache");
+    response.set_header("X-Accel-Buffering", "no");
+    response.stream = std::make_shared<SseBody>(context, std::move(state));
+    exchange->respond(std::move(response));
 }
 
 Json choices_of(EndpointContext& context, const GenerationPlan& plan,
@@ -177,30 +188,62 @@ Json choices_of(EndpointContext& context, const GenerationPlan& plan,
     return choices;
 }
 
-void respond_whole(EndpointContext& context, const GenerationPlan& plan, RequestStream& stream,
-                   httplib::Response& res) {
-    std::vector<RequestOutput> outputs;
-    stream.wait_all(outputs, kPollSeconds, [] { return true; });
+// The JSON answer, or the error that ended the request.
+HttpResponse whole_response(EndpointContext& context, const GenerationPlan& plan,
+                            const std::vector<RequestOutput>& outputs) {
     for (const RequestOutput& output : outputs) {
         for (const CompletionOutput& completion : output.outputs) {
             if (completion.finish_reason == FinishReason::Error) {
                 // Refused before it produced anything (e.g. the prompt cannot fit the KV cache): the input's
                 // fault.
                 if (completion.token_ids.empty())
-                    return send_error(res, invalid_request(completion.error_message, "prompt"));
-                return send_error(res, internal_error(completion.error_message));
+                    return error_response(invalid_request(completion.error_message, "prompt"));
+                return error_response(internal_error(completion.error_message));
             }
-            if (completion.finish_reason == FinishReason::Abort) {
-                return send_error(res, unavailable("the request was aborted: the server is shutting down"));
-            }
+            if (completion.finish_reason == FinishReason::Abort)
+                return error_response(unavailable("the request was aborted: the server is shutting down"));
         }
     }
     Json choices = choices_of(context, plan, outputs);
     Json body = plan.kind == ApiKind::Chat
                     ? chat_response(plan.header, std::move(choices), usage_of(outputs))
                     : completion_response(plan.header, std::move(choices), usage_of(outputs));
-    send_json(res, body);
+    return json_response(body);
 }
+
+// A non-streamed request while the engine works on it: collects the final outputs as they arrive
+// and answers once all are in. Runs on a worker; the engine thread's wake-up posts the next run.
+struct WholeRequest : std::enable_shared_from_this<WholeRequest> {
+    EndpointContext& context;
+    GenerationPlan plan;
+    std::shared_ptr<RequestStream> stream;
+    ExchangePtr exchange;
+    std::vector<RequestOutput> outputs;
+
+    WholeRequest(EndpointContext& context_, GenerationPlan plan_, std::shared_ptr<RequestStream> stream_,
+                 ExchangePtr exchange_)
+        : context(context_),
+          plan(std::move(plan_)),
+          stream(std::move(stream_)),
+          exchange(std::move(exchange_)) {
+        outputs.resize(plan.requests.size());
+    }
+
+    void collect() {
+        // The wake-up keeps this alive while the engine works: the stream drops it once it is called.
+        auto wake = [self = shared_from_this()] { self->context.workers.post([self] { self->collect(); }); };
+        for (;;) {
+            std::optional<StreamEvent> event = stream->try_pop();
+            if (!event) {
+                if (stream->all_finished()) return exchange->respond(whole_response(context, plan, outputs));
+                event = stream->try_pop(wake);  // leaves the wake-up only if still nothing arrived
+                if (!event) return;
+            }
+            if (event->kind == StreamEvent::Kind::Finished)
+                outputs[size_t(event->prompt_index)] = std::move(event->output);
+        }
+    }
+};
 
 }  // namespace
 
@@ -214,7 +257,7 @@ Json stop_reason_json(const CompletionOutput& completion, const std::vector<std:
     return reason;
 }
 
-void respond_generation(EndpointContext& context, GenerationPlan plan, httplib::Response& res) {
+void respond_generation(EndpointContext& context, GenerationPlan plan, const ExchangePtr& exchange) {
     std::vector<std::string> ids;
     for (size_t p = 0; p < plan.requests.size(); ++p) ids.push_back(plan.header.id + "-" + std::to_string(p));
     auto stream = std::make_shared<RequestStream>(std::move(ids), plan.n, plan.stream);
@@ -222,25 +265,33 @@ void respond_generation(EndpointContext& context, GenerationPlan plan, httplib::
         case AdmitResult::Accepted:
             break;
         case AdmitResult::QueueFull:
-            res.set_header("Retry-After", "1");
-            return send_error(res, too_many_requests(context.engine.admission_limit()));
+            return exchange->respond(error_response(too_many_requests(context.engine.admission_limit())));
         case AdmitResult::TooLarge:
-            return send_error(res,
-                              invalid_request("the request asks for more completions (prompts x n) than the "
-                                              "server admits at once (" +
-                                                  std::to_string(context.engine.admission_limit()) + ")",
-                                              "n"));
+            return exchange->respond(error_response(invalid_request(
+                "the request asks for more completions (prompts x n) than the server admits at "
+                "once (" +
+                    std::to_string(context.engine.admission_limit()) + ")",
+                "n")));
         case AdmitResult::ShuttingDown:
-            return send_error(res, unavailable("the server is shutting down"));
+            return exchange->respond(error_response(unavailable("the server is shutting down")));
     }
-    if (!plan.stream) return respond_whole(context, plan, *stream, res);
+    if (!plan.stream) {
+        AsyncEngine* engine = &context.engine;
+        std::weak_ptr<RequestStream> weak_stream = stream;
+        exchange->on_client_gone([engine, weak_stream] {
+            if (auto alive = weak_stream.lock()) engine->abort(alive);
+        });
+        auto whole = std::make_shared<WholeRequest>(context, std::move(plan), std::move(stream), exchange);
+        whole->collect();
+        return;
+    }
     auto state = std::make_shared<StreamState>();
     const size_t num_choices = plan.requests.size() * size_t(plan.n);
     state->text_offsets.assign(num_choices, 0);
     state->started.assign(num_choices, false);
     state->plan = std::move(plan);
     state->stream = std::move(stream);
-    respond_streaming(context, std::move(state), res);
+    respond_streaming(context, std::move(state), exchange);
 }
 
 }  // namespace lmrun::server

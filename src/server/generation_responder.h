@@ -1,8 +1,10 @@
 // Turns a validated generation request (completions or chat) into its HTTP
-// response: submits the prompts to the engine thread, then either waits for
-// the final outputs and answers with one JSON object, or streams Server-Sent
-// Events chunk by chunk as the engine produces tokens. A client that goes away
-// mid-stream has its requests aborted. Internal to src/server.
+// response: submits the prompts to the engine thread, then either answers with
+// one JSON object once every final output arrived (built on a worker when the
+// engine wakes it), or streams Server-Sent Events chunk by chunk as the engine
+// produces tokens. No thread waits meanwhile. A client that goes away, streaming
+// or not, has its requests aborted: their KV blocks are freed before the next
+// engine step. Internal to src/server.
 #pragma once
 
 #include <string>
@@ -27,7 +29,7 @@ struct GenerationPlan {
     std::vector<std::string> stop_strings;   // to tell a stop string from a stop token in stop_reason
 };
 
-void respond_generation(EndpointContext& context, GenerationPlan plan, httplib::Response& res);
+void respond_generation(EndpointContext& context, GenerationPlan plan, const ExchangePtr& exchange);
 
 // vLLM's stop_reason: the stop string, the stop token id, or null (EOS / not stopped).
 Json stop_reason_json(const CompletionOutput& completion, const std::vector<std::string>& stop_strings);

@@ -1,9 +1,8 @@
 #include "server/http_server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
-
-#include <httplib.h>
 
 #include "core/logging.h"
 #include "server/endpoint_context.h"
@@ -11,17 +10,40 @@
 namespace lmrun::server {
 namespace {
 
-// Handlers never let an exception escape into httplib: a bug answers 500, it does not kill the server.
-template <typename Handler>
-httplib::Server::Handler guarded(EndpointContext* context, Handler handler) {
-    return [context, handler](const httplib::Request& req, httplib::Response& res) {
-        try {
-            handler(*context, req, res);
-        } catch (const std::exception& error) {
-            log_error("{} {}: {}", req.method, req.path, error.what());
-            send_error(res, internal_error(std::string("internal error: ") + error.what()));
-        }
-    };
+using Clock = std::chrono::steady_clock;
+
+using ExchangeHandler = void (*)(EndpointContext&, const ExchangePtr&);
+
+template <HttpResponse (*handler)(EndpointContext&, const HttpRequest&)>
+void answer_at_once(EndpointContext& context, const ExchangePtr& exchange) {
+    exchange->respond(handler(context, exchange->request()));
+}
+
+struct Route {
+    const char* method;
+    const char* path;
+    ExchangeHandler handler;
+};
+
+constexpr Route kRoutes[] = {
+    {"POST", "/v1/completions", handle_completions},
+    {"POST", "/v1/chat/completions", handle_chat_completions},
+    {"GET", "/v1/models", answer_at_once<handle_models>},
+    {"POST", "/tokenize", answer_at_once<handle_tokenize>},
+    {"POST", "/detokenize", answer_at_once<handle_detokenize>},
+};
+
+TransportOptions transport_options(const HttpServerOptions& options) {
+    TransportOptions transport;
+    transport.max_body_bytes = options.max_request_body_bytes;
+    transport.max_connections = unsigned(options.max_connections);
+    transport.idle_timeout_seconds = unsigned(options.idle_timeout_seconds);
+    transport.read_budget_seconds = options.request_timeout_seconds;
+    return transport;
+}
+
+double seconds_until(Clock::time_point deadline) {
+    return std::max(0.0, std::chrono::duration<double>(deadline - Clock::now()).count());
 }
 
 }  // namespace
@@ -29,86 +51,106 @@ httplib::Server::Handler guarded(EndpointContext* context, Handler handler) {
 HttpServer::HttpServer(HttpServerOptions options, const PromptProcessor& prompts, AsyncEngine& engine,
                        ServerMetrics& metrics)
     : options_(std::move(options)),
-      prompts_(prompts),
+      auth_{options_.api_key, options_.allow_unauthenticated_tokenize},
       engine_(engine),
       metrics_(metrics),
-      context_(std::make_unique<EndpointContext>(EndpointContext{prompts_, engine_, metrics_})),
-      server_(std::make_unique<httplib::Server>()) {
-    install_routes();
-}
+      workers_(options_.http_threads),
+      context_(std::make_unique<EndpointContext>(EndpointContext{prompts, engine, metrics, workers_})),
+      transport_(
+          transport_options(options_),
+          TransportHooks{[this](const ExchangePtr& exchange) { route(exchange); },
+                         [this](const HttpRequest& request, int status) { on_completed(request, status); },
+                         [this] { metrics_.count_dropped_connection(); }}) {}
 
-HttpServer::~HttpServer() = default;
-
-bool HttpServer::authorized(const std::string& path, const std::string& authorization) const {
-    if (options_.api_key.empty() || path.rfind("/v1", 0) != 0) return true;
-    return authorization == "Bearer " + options_.api_key;
-}
-
-void HttpServer::install_routes() {
-    EndpointContext* context = context_.get();
-    httplib::Server& server = *server_;
-    const int num_threads = options_.http_threads;
-    server.new_task_queue = [num_threads] { return new httplib::ThreadPool(size_t(num_threads)); };
-    server.set_payload_max_length(size_t(64) << 20);
-    server.set_keep_alive_timeout(2);
-    server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-        ++num_active_requests_;
-        if (authorized(req.path, req.get_header_value("Authorization")))
-            return httplib::Server::HandlerResponse::Unhandled;
-        send_error(res, unauthorized());
-        return httplib::Server::HandlerResponse::Handled;
-    });
-    server.Post("/v1/completions", guarded(context, handle_completions));
-    server.Post("/v1/chat/completions", guarded(context, handle_chat_completions));
-    server.Get("/v1/models", guarded(context, handle_models));
-    server.Post("/tokenize", guarded(context, handle_tokenize));
-    server.Post("/detokenize", guarded(context, handle_detokenize));
-    server.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-        res.status = draining_ ? 503 : 200;
-    });
-    server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-        res.set_content(metrics_.render(), "text/plain; version=0.0.4; charset=utf-8");
-    });
-    server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return;
-        send_error(res, ApiError{res.status, "no route for " + req.method + " " + req.path,
-                                 "invalid_request_error", "", res.status == 404 ? "not_found" : ""});
-    });
-    server.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-        --num_active_requests_;
-        if (req.path.rfind("/v1", 0) != 0) return;
-        metrics_.count_http_response(res.status);
-        if (res.status >= 400) log_info("{} {} -> {}", req.method, req.path, res.status);
-    });
+HttpServer::~HttpServer() {
+    transport_.stop();
+    workers_.stop();
 }
 
 Result<int> HttpServer::bind() {
-    int port = options_.port;
-    if (port == 0) {
-        port = server_->bind_to_any_port(options_.host);
-        if (port < 0) return make_error("cannot bind {}: no free port", options_.host);
-    } else if (!server_->bind_to_port(options_.host, port)) {
-        return make_error("cannot bind {}:{} (in use?)", options_.host, port);
+    return transport_.listen(options_.host, options_.port);
+}
+
+Status HttpServer::serve() {
+    LMRUN_RETURN_IF_ERROR(transport_.start());
+    std::unique_lock lock(mutex_);
+    stopped_changed_.wait(lock, [&] { return stopped_; });
+    return ok_status();
+}
+
+// On an I/O thread: cheap answers here, the rest on a worker.
+void HttpServer::route(const ExchangePtr& exchange) {
+    const HttpRequest& request = exchange->request();
+    if (request.method == "GET" && request.path == "/health") {
+        HttpResponse response;
+        response.status = draining_ ? 503 : 200;
+        return exchange->respond(std::move(response));
     }
-    return port;
+    if (request.method == "GET" && request.path == "/metrics") {
+        HttpResponse response;
+        response.content_type = "text/plain; version=0.0.4; charset=utf-8";
+        response.body = metrics_.render();
+        return exchange->respond(std::move(response));
+    }
+    if (!authorized(auth_, request.path, request.header("authorization")))
+        return exchange->respond(error_response(unauthorized()));
+    const Route* route = nullptr;
+    for (const Route& candidate : kRoutes)
+        if (request.method == candidate.method && request.path == candidate.path) route = &candidate;
+    if (!route) {
+        return exchange->respond(
+            error_response(ApiError{404,
+                                    "no route for " + request.method + " " + request.path,
+                                    "invalid_request_error",
+                                    "",
+                                    "not_found",
+                                    {}}));
+    }
+    EndpointContext* context = context_.get();
+    const bool posted = workers_.post([context, exchange, handler = route->handler] {
+        // A bug answers 500; it never takes the server down.
+        try {
+            handler(*context, exchange);
+        } catch (const std::exception& error) {
+            log_error("{} {}: {}", exchange->request().method, exchange->request().path, error.what());
+            exchange->respond(error_response(internal_error(std::string("internal error: ") + error.what())));
+        }
+    });
+    if (!posted) exchange->respond(error_response(unavailable("the server is shutting down")));
 }
 
-void HttpServer::serve() {
-    server_->listen_after_bind();
+void HttpServer::on_completed(const HttpRequest& request, int status) {
+    if (request.path.rfind("/v1", 0) != 0) return;
+    if (status != 0) metrics_.count_http_response(status);
+    if (status >= 400) log_info("{} {} -> {}", request.method, request.path, status);
 }
 
-void HttpServer::shutdown(double grace_seconds) {
+bool HttpServer::shutdown(double timeout_seconds) {
+    const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                          std::chrono::duration<double>(timeout_seconds));
     draining_ = true;
     engine_.stop_accepting();
-    if (!engine_.wait_idle(grace_seconds)) {
-        log_warn("shutdown: aborting {} unfinished sequences", engine_.num_admitted_sequences());
+    // In-flight requests get the time up to the deadline but a reserve for aborting the rest and closing.
+    const double reserve = std::min(1.0, timeout_seconds / 10);
+    bool drained = engine_.wait_idle(std::max(0.0, timeout_seconds - reserve));
+    if (!drained) {
+        log_warn("shutdown: the deadline is reached; aborting {} unfinished sequences",
+                 engine_.num_admitted_sequences());
         engine_.abort_all();
-        engine_.wait_idle(5.0);
+        engine_.wait_idle(seconds_until(deadline));
     }
-    // Streams write their last chunks after the engine finished them: let the workers get there.
-    for (int i = 0; i < 100 && num_active_requests_ > 0; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    server_->stop();
+    // Answers and the ends of streams are written after the engine finished them.
+    while (transport_.num_open_exchanges() > 0 && Clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (transport_.num_open_exchanges() > 0) drained = false;
+    transport_.stop();
+    workers_.stop();
+    {
+        std::lock_guard lock(mutex_);
+        stopped_ = true;
+    }
+    stopped_changed_.notify_all();
+    return drained;
 }
 
 }  // namespace lmrun::server

@@ -1,27 +1,32 @@
-// HttpServer: the OpenAI-compatible HTTP front end (cpp-httplib). Routes:
+// HttpServer: the OpenAI-compatible HTTP front end. Routes:
 //   POST /v1/completions, POST /v1/chat/completions, GET /v1/models,
 //   POST /tokenize, POST /detokenize, GET /health, GET /metrics.
-// Optional bearer auth on /v1/*. A worker pool of http_threads threads serves
-// connections, so that many concurrent streaming clients all progress; the
-// threads only parse, validate, tokenize and stream (see async_engine.h).
+// Bearer auth with an API key (see auth.h). The transport (http_transport.h) does the
+// I/O on a few threads that never block; /health and /metrics are answered there at
+// once, so they keep answering however busy the rest is. Everything else runs on a
+// pool of http_threads workers that parse, validate, tokenize and build responses;
+// generation waits for the engine thread without holding any thread.
 //
-// Lifecycle: bind() -> serve() (blocks) ; shutdown() from another thread: new
-// requests get 503, in-flight ones may finish for grace_seconds, the rest are
-// aborted, then serve() returns.
+// Lifecycle: bind() -> serve() (blocks) ; shutdown(timeout) from another thread: new
+// generation requests get 503 and /health 503, in-flight requests may finish until the
+// deadline, what is left is then aborted, every connection (slow clients included) is
+// closed, and serve() returns. shutdown() returns within the timeout (plus the time a
+// handler already running needs to finish, e.g. tokenizing one request).
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "core/result.h"
 #include "server/async_engine.h"
+#include "server/auth.h"
+#include "server/http_transport.h"
 #include "server/metrics.h"
 #include "server/prompt_processor.h"
-
-namespace httplib {
-class Server;
-}
+#include "server/worker_pool.h"
 
 namespace lmrun::server {
 
@@ -29,9 +34,14 @@ struct EndpointContext;
 
 struct HttpServerOptions {
     std::string host = "127.0.0.1";
-    int port = 8000;         // 0 = any free port (bind() returns it)
-    std::string api_key;     // empty = no auth
-    int http_threads = 512;  // concurrent connections served at once
+    int port = 8000;      // 0 = any free port (bind() returns it)
+    std::string api_key;  // empty = no auth
+    bool allow_unauthenticated_tokenize = false;
+    int http_threads = 4;  // workers: parse, tokenize, build responses
+    size_t max_request_body_bytes = size_t(64) << 20;
+    int max_connections = 1024;
+    int idle_timeout_seconds = 10;        // a connection with no byte either way for this long is closed
+    double request_timeout_seconds = 30;  // headers and body of a request must arrive within this
 };
 
 class HttpServer {
@@ -41,21 +51,26 @@ class HttpServer {
     ~HttpServer();
 
     Result<int> bind();  // the bound port
-    void serve();
-    void shutdown(double grace_seconds);
+    Status serve();      // until shutdown() has finished
+    // True when every in-flight request finished before the deadline (none had to be cut off).
+    bool shutdown(double timeout_seconds);
 
   private:
-    void install_routes();
-    bool authorized(const std::string& path, const std::string& authorization) const;
+    void route(const std::shared_ptr<HttpExchange>& exchange);
+    void on_completed(const HttpRequest& request, int status);
 
-    HttpServerOptions options_;
-    const PromptProcessor& prompts_;
+    const HttpServerOptions options_;
+    const AuthPolicy auth_;
     AsyncEngine& engine_;
     ServerMetrics& metrics_;
+    WorkerPool workers_;
     std::unique_ptr<EndpointContext> context_;
-    std::unique_ptr<httplib::Server> server_;
+    HttpTransport transport_;
     std::atomic<bool> draining_{false};
-    std::atomic<int64_t> num_active_requests_{0};  // between routing and the end of the response
+
+    std::mutex mutex_;
+    std::condition_variable stopped_changed_;
+    bool stopped_ = false;
 };
 
 }  // namespace lmrun::server

@@ -109,6 +109,11 @@ void ServerMetrics::count_http_response(int status) {
     ++http_responses_[status];
 }
 
+void ServerMetrics::count_dropped_connection() {
+    std::lock_guard lock(mutex_);
+    ++dropped_connections_;
+}
+
 void ServerMetrics::set_gauges(const EngineGauges& gauges) {
     std::lock_guard lock(mutex_);
     gauges_ = gauges;
@@ -159,6 +164,9 @@ std::string ServerMetrics::render() const {
     for (const auto& [status, count] : http_responses_) {
         out += fmt::format("lmrun:http_responses_total{{{},status=\"{}\"}} {}\n", labels_, status, count);
     }
+    header(out, "lmrun:http_connections_dropped", "counter",
+           "Connections closed for not sending a whole request in time (--request-timeout).");
+    line("lmrun:http_connections_dropped_total", dropped_connections_);
     return out;
 }
 

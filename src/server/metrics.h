@@ -3,7 +3,8 @@
 // and KV cache usage (a fraction in [0, 1], as vLLM reports it), counters of
 // prompt/generation tokens, prefix-cache queries/hits (in tokens), finished
 // requests by reason, and histograms of time to first token, inter-token
-// latency, time per output token and end-to-end latency (seconds). Every
+// latency, time per output token and end-to-end latency (seconds); lmrun's own
+// counters of API responses by status and of slow connections dropped. Every
 // series carries the label model_name="<served name>". Thread-safe: the engine
 // thread records, HTTP threads render.
 #pragma once
@@ -54,6 +55,7 @@ class ServerMetrics {
     void observe_inter_token_latency(double seconds);
     void observe_finished(FinishReason reason, double e2e_seconds, double time_per_output_token_seconds);
     void count_http_response(int status);
+    void count_dropped_connection();  // a slow client dropped by the read budget
     void set_gauges(const EngineGauges& gauges);
     EngineGauges gauges() const;
 
@@ -67,6 +69,7 @@ class ServerMetrics {
     int64_t generation_tokens_ = 0;
     std::map<std::string, int64_t> finished_by_reason_;
     std::map<int, int64_t> http_responses_;
+    int64_t dropped_connections_ = 0;
     Histogram time_to_first_token_;
     Histogram inter_token_latency_;
     Histogram time_per_output_token_;

@@ -1,81 +1,22 @@
 #include "server/openai_request.h"
 
-#include <cmath>
 #include <limits>
+
+#include "server/request_fields.h"
 
 namespace lmrun::server {
 namespace {
 
 using Json = nlohmann::ordered_json;
-using MaybeError = std::optional<ApiError>;
+
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 #define LMRUN_RETURN_IF_API_ERROR(expr)                \
     do {                                               \
         if (MaybeError error_ = (expr)) return error_; \
     } while (0)
-
-// A present, non-null field; null counts as absent, as in the OpenAI API.
-const Json* find_field(const Json& body, const char* name) {
-    auto it = body.find(name);
-    if (it == body.end() || it->is_null()) return nullptr;
-    return &*it;
-}
-
-ApiError wrong_type(const std::string& name, const char* expected) {
-    return invalid_request(name + " must be " + expected, name);
-}
-
-// Integers also arrive as 2.0 from some clients; anything fractional or huge is refused.
-bool to_integer(const Json& value, int64_t& out) {
-    if (value.is_number_integer()) {
-        if (value.is_number_unsigned() &&
-            value.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) {
-            return false;
-        }
-        out = value.get<int64_t>();
-        return true;
-    }
-    if (!value.is_number_float()) return false;
-    double number = value.get<double>();
-    if (!std::isfinite(number) || std::floor(number) != number || std::fabs(number) > 9e15) return false;
-    out = int64_t(number);
-    return true;
-}
-
-MaybeError read_float(const Json& body, const char* name, float& out) {
-    const Json* value = find_field(body, name);
-    if (!value) return std::nullopt;
-    if (!value->is_number()) return wrong_type(name, "a number");
-    out = float(value->get<double>());
-    return std::nullopt;
-}
-
-MaybeError read_int(const Json& body, const char* name, int64_t& out, bool* given = nullptr) {
-    const Json* value = find_field(body, name);
-    if (!value) return std::nullopt;
-    if (!to_integer(*value, out)) return wrong_type(name, "an integer");
-    if (given) *given = true;
-    return std::nullopt;
-}
-
-// For the int32 fields: out-of-range values become a validation error, not a wrap-around.
-MaybeError read_int32(const Json& body, const char* name, int32_t& out, bool* given = nullptr) {
-    int64_t wide = out;
-    LMRUN_RETURN_IF_API_ERROR(read_int(body, name, wide, given));
-    if (wide < std::numeric_limits<int32_t>::min() || wide > std::numeric_limits<int32_t>::max()) {
-        return invalid_request(std::string(name) + " is out of range: " + std::to_string(wide), name);
-    }
-    out = int32_t(wide);
-    return std::nullopt;
-}
-
-MaybeError read_bool(const Json& body, const char* name, bool& out) {
-    const Json* value = find_field(body, name);
-    if (!value) return std::nullopt;
-    if (!value->is_boolean()) return wrong_type(name, "a boolean");
-    out = value->get<bool>();
-    return std::nullopt;
-}
 
 MaybeError read_stop(const Json& body, std::vector<std::string>& stop) {
     const Json* value = find_field(body, "stop");
@@ -98,9 +39,8 @@ MaybeError read_stop_token_ids(const Json& body, std::vector<int32_t>& ids) {
     if (!value->is_array()) return wrong_type("stop_token_ids", "an array of integers");
     for (const Json& item : *value) {
         int64_t id = 0;
-        if (!to_integer(item, id) || id > std::numeric_limits<int32_t>::max() || id < -1) {
-            return wrong_type("stop_token_ids", "an array of token ids");
-        }
+        if (!to_integer(item, id) || id < 0 || id > kInt32Max)
+            return wrong_type("stop_token_ids", "an array of token ids in [0, 2147483647]");
         ids.push_back(int32_t(id));
     }
     return std::nullopt;
@@ -115,16 +55,16 @@ MaybeError refuse_unsupported(const Json& body) {
         suffix && !(suffix->is_string() && suffix->get<std::string>().empty())) {
         return invalid_request("suffix is not supported", "suffix");
     }
-    if (const Json* best_of = find_field(body, "best_of");
-        best_of && !(best_of->is_number_integer() && best_of->get<int64_t>() <= 1)) {
-        return invalid_request("best_of > 1 is not supported", "best_of");
-    }
+    int64_t best_of = 1;
+    LMRUN_RETURN_IF_API_ERROR(read_int(body, "best_of", 1, kInt32Max, best_of));
+    if (best_of > 1) return invalid_request("best_of > 1 is not supported", "best_of");
     bool include_stop = false;
     LMRUN_RETURN_IF_API_ERROR(read_bool(body, "include_stop_str_in_output", include_stop));
     if (include_stop)
         return invalid_request("include_stop_str_in_output is not supported", "include_stop_str_in_output");
     if (const Json* format = find_field(body, "response_format")) {
-        if (!format->is_object() || format->value("type", std::string("text")) != "text") {
+        const Json* type = find_field(*format, "type");
+        if (!format->is_object() || (type && !(type->is_string() && type->get<std::string>() == "text"))) {
             return invalid_request("only response_format {\"type\": \"text\"} is supported",
                                    "response_format");
         }
@@ -146,25 +86,21 @@ MaybeError read_sampling_fields(const Json& body, GenerationRequest& request) {
     LMRUN_RETURN_IF_API_ERROR(read_float(body, "temperature", params.temperature));
     LMRUN_RETURN_IF_API_ERROR(read_float(body, "top_p", params.top_p));
     LMRUN_RETURN_IF_API_ERROR(read_float(body, "min_p", params.min_p));
-    LMRUN_RETURN_IF_API_ERROR(read_int32(body, "top_k", params.top_k));
+    LMRUN_RETURN_IF_API_ERROR(read_int(body, "top_k", -1, kInt32Max, params.top_k));
     LMRUN_RETURN_IF_API_ERROR(read_float(body, "repetition_penalty", params.repetition_penalty));
     LMRUN_RETURN_IF_API_ERROR(read_float(body, "presence_penalty", params.presence_penalty));
     LMRUN_RETURN_IF_API_ERROR(read_float(body, "frequency_penalty", params.frequency_penalty));
-    LMRUN_RETURN_IF_API_ERROR(read_int32(body, "n", params.n));
-    LMRUN_RETURN_IF_API_ERROR(read_int(body, "min_tokens", params.min_tokens));
+    LMRUN_RETURN_IF_API_ERROR(read_int(body, "n", 1, 128, params.n));
+    LMRUN_RETURN_IF_API_ERROR(read_int(body, "min_tokens", 0, kInt32Max, params.min_tokens));
     LMRUN_RETURN_IF_API_ERROR(read_bool(body, "ignore_eos", params.ignore_eos));
     LMRUN_RETURN_IF_API_ERROR(read_bool(body, "skip_special_tokens", params.skip_special_tokens));
     LMRUN_RETURN_IF_API_ERROR(read_stop(body, params.stop));
     LMRUN_RETURN_IF_API_ERROR(read_stop_token_ids(body, params.stop_token_ids));
-    if (find_field(body, "seed")) {
-        int64_t seed = 0;
-        LMRUN_RETURN_IF_API_ERROR(read_int(body, "seed", seed));
-        params.seed = uint64_t(seed);
-    }
-    if (find_field(body, "model")) {
-        if (!body["model"].is_string()) return wrong_type("model", "a string");
-        request.model = body["model"].get<std::string>();
-    }
+    int64_t seed = 0;
+    bool seed_given = false;
+    LMRUN_RETURN_IF_API_ERROR(read_int(body, "seed", kInt64Min, kInt64Max, seed, &seed_given));
+    if (seed_given) params.seed = uint64_t(seed);
+    LMRUN_RETURN_IF_API_ERROR(read_string(body, "model", request.model));
     LMRUN_RETURN_IF_API_ERROR(read_bool(body, "return_token_ids", request.return_token_ids));
     LMRUN_RETURN_IF_API_ERROR(refuse_unsupported(body));
     return read_stream_fields(body, request);
@@ -186,9 +122,8 @@ MaybeError validate_params(const SamplingParams& params, const char* logprobs_fi
 MaybeError read_token_ids(const Json& array, std::vector<int32_t>& ids) {
     for (const Json& item : array) {
         int64_t id = 0;
-        if (!to_integer(item, id) || id < 0 || id > std::numeric_limits<int32_t>::max()) {
-            return invalid_request("prompt token ids must be non-negative integers", "prompt");
-        }
+        if (!to_integer(item, id) || id < 0 || id > kInt32Max)
+            return invalid_request("prompt token ids must be integers in [0, 2147483647]", "prompt");
         ids.push_back(int32_t(id));
     }
     if (ids.empty()) return invalid_request("prompt must not be empty", "prompt");
@@ -226,21 +161,17 @@ MaybeError read_prompts(const Json& body, std::vector<PromptInput>& prompts) {
     return std::nullopt;
 }
 
-}  // namespace
-
-std::optional<ApiError> parse_completion_request(const Json& body, CompletionRequest& request) {
+MaybeError read_completion_request(const Json& body, CompletionRequest& request) {
     if (!body.is_object()) return invalid_request("the request body must be a JSON object");
     LMRUN_RETURN_IF_API_ERROR(read_prompts(body, request.prompts));
     request.params.max_tokens = 16;  // OpenAI's default for completions
     LMRUN_RETURN_IF_API_ERROR(
-        read_int(body, "max_tokens", request.params.max_tokens, &request.max_tokens_given));
+        read_int(body, "max_tokens", 1, kInt32Max, request.params.max_tokens, &request.max_tokens_given));
     LMRUN_RETURN_IF_API_ERROR(read_sampling_fields(body, request));
-    if (find_field(body, "logprobs")) {
-        int32_t logprobs = 0;
-        if (body["logprobs"].is_boolean()) return wrong_type("logprobs", "an integer");
-        LMRUN_RETURN_IF_API_ERROR(read_int32(body, "logprobs", logprobs));
-        request.params.logprobs = logprobs;
-    }
+    int32_t logprobs = 0;
+    bool logprobs_given = false;
+    LMRUN_RETURN_IF_API_ERROR(read_int(body, "logprobs", 0, 20, logprobs, &logprobs_given));
+    if (logprobs_given) request.params.logprobs = logprobs;
     LMRUN_RETURN_IF_API_ERROR(read_bool(body, "echo", request.echo));
     if (request.echo && request.params.logprobs) {
         return invalid_request("echo together with logprobs is not supported", "echo");
@@ -248,8 +179,6 @@ std::optional<ApiError> parse_completion_request(const Json& body, CompletionReq
     LMRUN_RETURN_IF_API_ERROR(read_bool(body, "add_special_tokens", request.add_special_tokens));
     return validate_params(request.params, "logprobs");
 }
-
-namespace {
 
 // Content parts [{"type": "text", "text": ...}] are joined into one string, as vLLM does for text-only
 // models.
@@ -260,13 +189,15 @@ MaybeError normalize_content(Json& message, size_t index) {
     if (!content->is_array()) return wrong_type(param, "a string or an array of content parts");
     std::string text;
     for (const Json& part : *content) {
-        if (!part.is_object() || part.value("type", std::string()) != "text" || !part.contains("text") ||
-            !part["text"].is_string()) {
+        const Json* type = find_field(part, "type");
+        const Json* part_text = find_field(part, "text");
+        if (!type || !type->is_string() || type->get<std::string>() != "text" || !part_text ||
+            !part_text->is_string()) {
             return invalid_request(param + ": only parts {\"type\": \"text\", \"text\": ...} are supported",
                                    param);
         }
         if (!text.empty()) text += "\n";
-        text += part["text"].get<std::string>();
+        text += part_text->get<std::string>();
     }
     *content = text;
     return std::nullopt;
@@ -281,8 +212,8 @@ MaybeError read_messages(const Json& body, Json& messages) {
         Json& message = messages[i];
         const std::string param = "messages[" + std::to_string(i) + "]";
         if (!message.is_object()) return wrong_type(param, "an object");
-        if (!message.contains("role") || !message["role"].is_string())
-            return wrong_type(param + ".role", "a string");
+        const Json* role = find_field(message, "role");
+        if (!role || !role->is_string()) return wrong_type(param + ".role", "a string");
         LMRUN_RETURN_IF_API_ERROR(normalize_content(message, i));
     }
     return std::nullopt;
@@ -297,8 +228,8 @@ MaybeError read_template_options(const Json& body, ChatRequest& request) {
         return invalid_request("continue_final_message is not supported", "continue_final_message");
     if (const Json* kwargs = find_field(body, "chat_template_kwargs")) {
         if (!kwargs->is_object()) return wrong_type("chat_template_kwargs", "an object");
-        for (auto it = kwargs->begin(); it != kwargs->end(); ++it)
-            options.extra_kwargs[it.key()] = it.value();
+        options.extra_kwargs =
+            *kwargs;  // a copy, linear (inserting key by key searches the object each time)
     }
     for (const char* key : {"tools", "documents"}) {
         if (const Json* value = find_field(body, key)) {
@@ -313,7 +244,7 @@ MaybeError read_chat_logprobs(const Json& body, ChatRequest& request) {
     LMRUN_RETURN_IF_API_ERROR(read_bool(body, "logprobs", request.logprobs));
     int32_t top_logprobs = 0;
     bool top_given = false;
-    LMRUN_RETURN_IF_API_ERROR(read_int32(body, "top_logprobs", top_logprobs, &top_given));
+    LMRUN_RETURN_IF_API_ERROR(read_int(body, "top_logprobs", 0, 20, top_logprobs, &top_given));
     if (top_given && !request.logprobs) {
         return invalid_request("top_logprobs requires logprobs to be true", "top_logprobs");
     }
@@ -321,16 +252,14 @@ MaybeError read_chat_logprobs(const Json& body, ChatRequest& request) {
     return std::nullopt;
 }
 
-}  // namespace
-
-std::optional<ApiError> parse_chat_request(const Json& body, ChatRequest& request) {
+MaybeError read_chat_request(const Json& body, ChatRequest& request) {
     if (!body.is_object()) return invalid_request("the request body must be a JSON object");
     LMRUN_RETURN_IF_API_ERROR(read_messages(body, request.messages));
     LMRUN_RETURN_IF_API_ERROR(
-        read_int(body, "max_tokens", request.params.max_tokens, &request.max_tokens_given));
+        read_int(body, "max_tokens", 1, kInt32Max, request.params.max_tokens, &request.max_tokens_given));
     bool completion_given = false;
     LMRUN_RETURN_IF_API_ERROR(
-        read_int(body, "max_completion_tokens", request.params.max_tokens, &completion_given));
+        read_int(body, "max_completion_tokens", 1, kInt32Max, request.params.max_tokens, &completion_given));
     request.max_tokens_given = request.max_tokens_given || completion_given;
     // Without a limit the rest of the context is the limit; it is known after tokenizing.
     if (!request.max_tokens_given) request.params.max_tokens = std::numeric_limits<int32_t>::max();
@@ -342,6 +271,27 @@ std::optional<ApiError> parse_chat_request(const Json& body, ChatRequest& reques
         return error;
     }
     return std::nullopt;
+}
+
+// The readers above check every type before every access; should one ever miss, the JSON
+// library's exception still becomes a 400 about the request, never a 500.
+template <typename Request, typename Reader>
+MaybeError read_guarded(const Json& body, Request& request, Reader reader) {
+    try {
+        return reader(body, request);
+    } catch (const nlohmann::json::exception& error) {
+        return invalid_request(std::string("the request does not have the expected shape: ") + error.what());
+    }
+}
+
+}  // namespace
+
+std::optional<ApiError> parse_completion_request(const Json& body, CompletionRequest& request) {
+    return read_guarded(body, request, read_completion_request);
+}
+
+std::optional<ApiError> parse_chat_request(const Json& body, ChatRequest& request) {
+    return read_guarded(body, request, read_chat_request);
 }
 
 }  // namespace lmrun::server

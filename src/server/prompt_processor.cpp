@@ -1,5 +1,7 @@
 #include "server/prompt_processor.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace lmrun::server {
@@ -18,6 +20,17 @@ std::string special_token_string(const Tokenizer* tokenizer, const char* key) {
     return {};
 }
 
+// The longest token string in bytes. A token never stands for more input bytes than its own
+// string holds (byte-level BPE maps each byte to one or two; SentencePiece's "▁" is three
+// bytes for one space; a byte-fallback token is six for one).
+size_t longest_token_bytes(const Tokenizer* tokenizer) {
+    size_t longest = 1;
+    if (!tokenizer) return longest;
+    for (int32_t id = 0; id < tokenizer->vocab_size(); ++id)
+        longest = std::max(longest, tokenizer->id_to_token(id).size());
+    return longest;
+}
+
 }  // namespace
 
 PromptProcessor::PromptProcessor(const Tokenizer* tokenizer, std::optional<ChatTemplate> chat_template,
@@ -26,7 +39,18 @@ PromptProcessor::PromptProcessor(const Tokenizer* tokenizer, std::optional<ChatT
       chat_template_(std::move(chat_template)),
       bos_token_(special_token_string(tokenizer, "bos_token")),
       eos_token_(special_token_string(tokenizer, "eos_token")),
-      info_(std::move(info)) {}
+      info_(std::move(info)),
+      max_text_bytes_(size_t(std::max<int64_t>(info_.max_model_len, 1)) * longest_token_bytes(tokenizer) *
+                      kNormalizationSlack) {}
+
+std::optional<ApiError> PromptProcessor::check_text_size(size_t num_bytes, const char* field) const {
+    if (num_bytes <= max_text_bytes_) return std::nullopt;
+    return invalid_request(
+        fmt::format("This model's maximum context length is {} tokens; a {} of {} bytes cannot "
+                    "fit in it (at most {} bytes can). Please reduce the length of the input.",
+                    info_.max_model_len, field, num_bytes, max_text_bytes_),
+        field);
+}
 
 std::optional<ApiError> PromptProcessor::encode_prompt(const PromptInput& prompt, bool add_special_tokens,
                                                        std::vector<int32_t>& ids) const {
@@ -36,6 +60,7 @@ std::optional<ApiError> PromptProcessor::encode_prompt(const PromptInput& prompt
     }
     if (!tokenizer_)
         return invalid_request("this model has no tokenizer: send prompts as token ids", "prompt");
+    if (auto error = check_text_size(prompt.text.size(), "prompt")) return error;
     ids = tokenizer_->encode(prompt.text, add_special_tokens);
     return std::nullopt;
 }
@@ -49,7 +74,14 @@ std::optional<ApiError> PromptProcessor::render_chat(const nlohmann::ordered_jso
                                "messages");
     }
     Result<std::string> rendered = chat_template_->apply(messages, options, bos_token_, eos_token_);
-    if (!rendered.ok()) return invalid_request("chat template: " + rendered.error().message, "messages");
+    if (!rendered.ok()) {
+        // The template refused these messages (raise_exception, a limit): the request's fault, unless the
+        // error says otherwise.
+        Error error = rendered.error();
+        error.message = "chat template: " + error.message;
+        error.subject = "messages";
+        return api_error_from(error);
+    }
     text = std::move(rendered).value();
     return std::nullopt;
 }
@@ -58,6 +90,7 @@ std::optional<ApiError> PromptProcessor::encode_chat(const ChatRequest& request,
                                                      std::vector<int32_t>& ids) const {
     std::string text;
     if (auto error = render_chat(request.messages, request.template_options, text)) return error;
+    if (auto error = check_text_size(text.size(), "messages")) return error;
     ids = tokenizer_->encode(text, request.add_special_tokens);
     return std::nullopt;
 }
@@ -82,7 +115,8 @@ std::optional<ApiError> PromptProcessor::fit_to_context(const std::vector<int32_
                         max_len, num_prompt_tokens),
             prompt_field);
     }
-    if (max_tokens_given && num_prompt_tokens + params.max_tokens > max_len) {
+    // Written as a difference: max_tokens may be as large as the request's range allows.
+    if (max_tokens_given && params.max_tokens > max_len - num_prompt_tokens) {
         return invalid_request(
             fmt::format("This model's maximum context length is {} tokens. However, you requested "
                         "{} tokens ({} in the input, {} for the completion).",

@@ -1,7 +1,9 @@
 // The HTTP-thread side of prompt handling: tokenizes completion prompts,
 // renders chat conversations with the chat template, checks token ids against
 // the vocabulary and the prompt against the context length, and settles
-// max_tokens (a chat request without one gets the rest of the context). All of
+// max_tokens (a chat request without one gets the rest of the context). Text
+// too long to fit the context whatever its tokens is refused before it is
+// tokenized (tokenizing megabytes costs seconds for nothing). All of
 // it is const and uses only the thread-safe Tokenizer / ChatTemplate, so many
 // HTTP threads call it at once; the engine is never touched here.
 #pragma once
@@ -32,6 +34,8 @@ class PromptProcessor {
 
     const ModelInfo& info() const { return info_; }
     const Tokenizer* tokenizer() const { return tokenizer_; }
+    // Longer prompt text (or rendered chat) is refused before tokenizing: it cannot fit the context.
+    size_t max_text_bytes() const { return max_text_bytes_; }
 
     std::optional<ApiError> encode_prompt(const PromptInput& prompt, bool add_special_tokens,
                                           std::vector<int32_t>& ids) const;
@@ -48,11 +52,17 @@ class PromptProcessor {
     std::string token_text(int32_t id) const;
 
   private:
+    // Normalization may shrink text (NFC composes up to three code points into one); this much
+    // slack keeps every text that could fit.
+    static constexpr size_t kNormalizationSlack = 8;
+    std::optional<ApiError> check_text_size(size_t num_bytes, const char* field) const;
+
     const Tokenizer* tokenizer_;
     std::optional<ChatTemplate> chat_template_;
     std::string bos_token_;
     std::string eos_token_;
     ModelInfo info_;
+    size_t max_text_bytes_;  // max_model_len x the longest token's bytes x kNormalizationSlack
 };
 
 }  // namespace lmrun::server

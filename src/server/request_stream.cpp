@@ -1,7 +1,5 @@
 #include "server/request_stream.h"
 
-#include <chrono>
-
 namespace lmrun::server {
 
 RequestStream::RequestStream(std::vector<std::string> engine_request_ids, int32_t num_completions_per_prompt,
@@ -10,37 +8,39 @@ RequestStream::RequestStream(std::vector<std::string> engine_request_ids, int32_
       n_(num_completions_per_prompt),
       stream_deltas_(stream_deltas) {}
 
+void RequestStream::push(StreamEvent event) {
+    std::function<void()> wake;
+    {
+        std::lock_guard lock(mutex_);
+        events_.push_back(std::move(event));
+        wake.swap(wake_);
+    }
+    if (wake) wake();
+}
+
 void RequestStream::push_delta(int32_t prompt_index, CompletionDelta delta) {
     if (!stream_deltas_) return;
     delta.index += prompt_index * n_;
-    {
-        std::lock_guard lock(mutex_);
-        StreamEvent event;
-        event.kind = StreamEvent::Kind::Delta;
-        event.delta = std::move(delta);
-        event.prompt_index = prompt_index;
-        events_.push_back(std::move(event));
-    }
-    ready_.notify_one();
+    StreamEvent event;
+    event.kind = StreamEvent::Kind::Delta;
+    event.delta = std::move(delta);
+    event.prompt_index = prompt_index;
+    push(std::move(event));
 }
 
 void RequestStream::push_finished(int32_t prompt_index, RequestOutput output) {
     for (CompletionOutput& completion : output.outputs) completion.index += prompt_index * n_;
-    {
-        std::lock_guard lock(mutex_);
-        StreamEvent event;
-        event.kind = StreamEvent::Kind::Finished;
-        event.output = std::move(output);
-        event.prompt_index = prompt_index;
-        events_.push_back(std::move(event));
-    }
-    ready_.notify_one();
+    StreamEvent event;
+    event.kind = StreamEvent::Kind::Finished;
+    event.output = std::move(output);
+    event.prompt_index = prompt_index;
+    push(std::move(event));
 }
 
-std::optional<StreamEvent> RequestStream::pop(double timeout_seconds) {
-    std::unique_lock lock(mutex_);
-    if (!ready_.wait_for(lock, std::chrono::duration<double>(timeout_seconds),
-                         [&] { return !events_.empty(); })) {
+std::optional<StreamEvent> RequestStream::try_pop(std::function<void()> wake) {
+    std::lock_guard lock(mutex_);
+    if (events_.empty()) {
+        if (wake) wake_ = std::move(wake);
         return std::nullopt;
     }
     StreamEvent event = std::move(events_.front());

@@ -1,14 +1,15 @@
-// RequestStream: the channel between the engine thread and the HTTP thread of
-// one API request. An API request becomes one or more engine requests (one per
+// RequestStream: the channel between the engine thread and the HTTP side of one
+// API request. An API request becomes one or more engine requests (one per
 // prompt; each may have n completions); the engine thread pushes their deltas
-// (streaming only) and their final outputs, the HTTP thread pops them. Choice
-// indices are already global: prompt p, completion i -> p * n + i.
-// Thread-safe (mutex + condition variable); never blocks the producer.
+// (streaming only) and their final outputs, the HTTP side takes them without
+// blocking: when there is nothing yet it leaves a wake-up, which the engine thread
+// calls once after its next push. Choice indices are already global: prompt p,
+// completion i -> p * n + i. Thread-safe; never blocks the producer.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -40,39 +41,22 @@ class RequestStream {
     void push_delta(int32_t prompt_index, CompletionDelta delta);
     void push_finished(int32_t prompt_index, RequestOutput output);
 
-    // HTTP thread: the next event, or nullopt after timeout_seconds without one.
-    std::optional<StreamEvent> pop(double timeout_seconds);
+    // The next event; or nullopt, and then `wake` (when given) is kept and called once, on the
+    // producer's thread after its next push. A later wake replaces an earlier one.
+    std::optional<StreamEvent> try_pop(std::function<void()> wake = {});
     // True once every prompt's Finished event has been popped.
     bool all_finished() const;
-    // Non-streaming: waits for every final output (ordered by prompt) or the deadline.
-    // Returns false on timeout; `keep_waiting` is polled every `poll_seconds`.
-    template <typename KeepWaiting>
-    bool wait_all(std::vector<RequestOutput>& outputs, double poll_seconds, KeepWaiting keep_waiting);
 
   private:
     const std::vector<std::string> engine_request_ids_;
     const int32_t n_;
     const bool stream_deltas_;
     mutable std::mutex mutex_;
-    std::condition_variable ready_;
     std::deque<StreamEvent> events_;
+    std::function<void()> wake_;
     int32_t num_finished_popped_ = 0;
-};
 
-template <typename KeepWaiting>
-bool RequestStream::wait_all(std::vector<RequestOutput>& outputs, double poll_seconds,
-                             KeepWaiting keep_waiting) {
-    outputs.assign(engine_request_ids_.size(), RequestOutput{});
-    while (!all_finished()) {
-        std::optional<StreamEvent> event = pop(poll_seconds);
-        if (!event) {
-            if (!keep_waiting()) return false;
-            continue;
-        }
-        if (event->kind == StreamEvent::Kind::Finished)
-            outputs[size_t(event->prompt_index)] = std::move(event->output);
-    }
-    return true;
-}
+    void push(StreamEvent event);
+};
 
 }  // namespace lmrun::server

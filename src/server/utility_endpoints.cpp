@@ -1,41 +1,43 @@
 // GET /v1/models, POST /tokenize, POST /detokenize (vLLM's shapes), and the
 // helpers every endpoint uses to answer.
 #include <chrono>
+#include <limits>
 #include <random>
 
 #include <fmt/format.h>
 
+#include "core/json_io.h"
 #include "server/endpoint_context.h"
+#include "server/request_fields.h"
 
 namespace lmrun::server {
 
-void send_json(httplib::Response& res, const Json& body, int status) {
-    res.status = status;
-    res.set_content(dump_json(body), "application/json");
+HttpResponse json_response(const Json& body, int status) {
+    HttpResponse response;
+    response.status = status;
+    response.content_type = "application/json";
+    response.body = dump_json(body);
+    return response;
 }
 
-void send_error(httplib::Response& res, const ApiError& error) {
-    send_json(res, error.to_json(), error.status);
-}
-
-bool parse_body(const httplib::Request& req, httplib::Response& res, Json& body) {
-    body = Json::parse(req.body, nullptr, false);
-    if (body.is_discarded()) {
-        send_error(res, invalid_request("the request body is not valid JSON"));
-        return false;
+std::optional<ApiError> parse_body(const HttpRequest& request, Json& body) {
+    JsonLimits limits;
+    limits.max_bytes = std::numeric_limits<size_t>::max();  // the transport bounded the body already
+    Result<Json> parsed = parse_ordered_json(request.body, "request body", limits);
+    if (!parsed.ok()) {
+        Error error = parsed.error();
+        error.subject.clear();  // the body as a whole, not a field
+        return api_error_from(error);
     }
-    if (!body.is_object()) {
-        send_error(res, invalid_request("the request body must be a JSON object"));
-        return false;
-    }
-    return true;
+    if (!parsed->is_object()) return invalid_request("the request body must be a JSON object");
+    body = std::move(parsed).value();
+    return std::nullopt;
 }
 
-bool check_model(const EndpointContext& context, const std::string& model, httplib::Response& res) {
+std::optional<ApiError> check_model(const EndpointContext& context, const std::string& model) {
     const ModelInfo& info = context.prompts.info();
-    if (model.empty() || model == info.served_name || model == info.model_dir) return true;
-    send_error(res, model_not_found(model));
-    return false;
+    if (model.empty() || model == info.served_name || model == info.model_dir) return std::nullopt;
+    return model_not_found(model);
 }
 
 std::string make_request_id(const char* prefix) {
@@ -49,7 +51,7 @@ int64_t unix_time_seconds() {
         .count();
 }
 
-void handle_models(EndpointContext& context, const httplib::Request&, httplib::Response& res) {
+HttpResponse handle_models(EndpointContext& context, const HttpRequest&) {
     const ModelInfo& info = context.prompts.info();
     Json model = {{"id", info.served_name},
                   {"object", "model"},
@@ -59,7 +61,7 @@ void handle_models(EndpointContext& context, const httplib::Request&, httplib::R
                   {"parent", nullptr},
                   {"max_model_len", info.max_model_len},
                   {"permission", Json::array()}};
-    send_json(res, Json{{"object", "list"}, {"data", Json::array({model})}});
+    return json_response(Json{{"object", "list"}, {"data", Json::array({model})}});
 }
 
 namespace {
@@ -67,7 +69,7 @@ namespace {
 // {"prompt": ...} or {"messages": [...]} -> token ids, as /tokenize takes them.
 std::optional<ApiError> tokenize_body(const EndpointContext& context, const Json& body,
                                       std::vector<int32_t>& ids) {
-    if (body.contains("messages")) {
+    if (find_field(body, "messages")) {
         ChatRequest chat;
         Json chat_body = body;
         chat_body.erase("prompt");
@@ -82,45 +84,50 @@ std::optional<ApiError> tokenize_body(const EndpointContext& context, const Json
 
 }  // namespace
 
-void handle_tokenize(EndpointContext& context, const httplib::Request& req, httplib::Response& res) {
+HttpResponse handle_tokenize(EndpointContext& context, const HttpRequest& request) {
     Json body;
-    if (!parse_body(req, res, body)) return;
-    if (body.contains("model") && body["model"].is_string() &&
-        !check_model(context, body["model"].get<std::string>(), res)) {
-        return;
-    }
+    if (auto error = parse_body(request, body)) return error_response(*error);
+    std::string model;
+    if (auto error = read_string(body, "model", model)) return error_response(*error);
+    if (auto error = check_model(context, model)) return error_response(*error);
+    bool return_token_strs = false;
+    if (auto error = read_bool(body, "return_token_strs", return_token_strs)) return error_response(*error);
     std::vector<int32_t> ids;
-    if (auto error = tokenize_body(context, body, ids)) return send_error(res, *error);
+    if (auto error = tokenize_body(context, body, ids)) return error_response(*error);
     Json response = {
         {"count", ids.size()}, {"max_model_len", context.prompts.info().max_model_len}, {"tokens", ids}};
-    if (body.value("return_token_strs", false)) {
+    if (return_token_strs) {
         Json strings = Json::array();
         for (int32_t id : ids) strings.push_back(context.prompts.token_text(id));
         response["token_strs"] = std::move(strings);
     } else {
         response["token_strs"] = nullptr;
     }
-    send_json(res, response);
+    return json_response(response);
 }
 
-void handle_detokenize(EndpointContext& context, const httplib::Request& req, httplib::Response& res) {
+HttpResponse handle_detokenize(EndpointContext& context, const HttpRequest& request) {
     Json body;
-    if (!parse_body(req, res, body)) return;
-    if (!body.contains("tokens") || !body["tokens"].is_array()) {
-        return send_error(res, invalid_request("tokens must be an array of token ids", "tokens"));
-    }
+    if (auto error = parse_body(request, body)) return error_response(*error);
+    std::string model;
+    if (auto error = read_string(body, "model", model)) return error_response(*error);
+    if (auto error = check_model(context, model)) return error_response(*error);
+    const Json* tokens = find_field(body, "tokens");
+    if (!tokens || !tokens->is_array())
+        return error_response(invalid_request("tokens must be an array of token ids", "tokens"));
     std::vector<int32_t> ids;
-    for (const Json& item : body["tokens"]) {
-        if (!item.is_number_integer() || item.get<int64_t>() < 0 ||
-            item.get<int64_t>() >= context.prompts.info().vocab_size) {
-            return send_error(res,
-                              invalid_request("tokens must be token ids within the vocabulary", "tokens"));
+    const int64_t vocab_size = context.prompts.info().vocab_size;
+    for (const Json& item : *tokens) {
+        int64_t id = 0;
+        if (!to_integer(item, id) || id < 0 || id >= vocab_size) {
+            return error_response(invalid_request(
+                fmt::format("tokens must be token ids within the vocabulary [0, {})", vocab_size), "tokens"));
         }
-        ids.push_back(item.get<int32_t>());
+        ids.push_back(int32_t(id));
     }
     if (!context.prompts.tokenizer())
-        return send_error(res, invalid_request("this model has no tokenizer", "tokens"));
-    send_json(res, Json{{"prompt", context.prompts.decode(ids, false)}});
+        return error_response(invalid_request("this model has no tokenizer", "tokens"));
+    return json_response(Json{{"prompt", context.prompts.decode(ids, false)}});
 }
 
 }  // namespace lmrun::server

@@ -1,4 +1,5 @@
-// --api-key: bearer auth on /v1, OpenAI 401 error body; /health and /metrics stay open.
+// --api-key: bearer auth on /v1, /tokenize and /detokenize (unless
+// --allow-unauthenticated-tokenize), OpenAI 401 error body; /health and /metrics stay open.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
@@ -38,4 +39,22 @@ test('the OpenAI client with the right key gets through, with a wrong key it fai
 test('health and metrics need no key', async () => {
   assert.equal((await fetch(`${server.url}/health`)).status, 200);
   assert.equal((await fetch(`${server.url}/metrics`)).status, 200);
+});
+
+test('tokenize and detokenize need the key', async () => {
+  assert.equal((await postJson(server.url, '/tokenize', { prompt: 'a' })).status, 401);
+  assert.equal((await postJson(server.url, '/detokenize', { tokens: [1] })).status, 401);
+  const keyed = await postJson(server.url, '/tokenize', { prompt: 'a' }, { Authorization: 'Bearer sekret' });
+  assert.equal(keyed.status, 200);
+});
+
+test('--allow-unauthenticated-tokenize opens only tokenize and detokenize', async () => {
+  const open = await startServer(['--api-key', 'sekret', '--allow-unauthenticated-tokenize']);
+  try {
+    assert.equal((await postJson(open.url, '/tokenize', { prompt: 'a' })).status, 200);
+    assert.equal((await postJson(open.url, '/detokenize', { tokens: [1] })).status, 200);
+    assert.equal((await postJson(open.url, '/v1/completions', { prompt: 'a', max_tokens: 1 })).status, 401);
+  } finally {
+    assert.equal(await open.stop(), 0);
+  }
 });

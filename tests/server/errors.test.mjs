@@ -1,5 +1,6 @@
 // Bad input: one test each, OpenAI error JSON with the right status and field,
-// and nothing reaches the engine (its counters do not move).
+// and nothing reaches the engine (its counters do not move); the hostile inputs
+// of issue 10 exactly as they were reported.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, postJson, scrapeMetrics, metric } from './helpers.mjs';
@@ -18,6 +19,7 @@ after(async () => {
   assert.equal(metric(now, 'vllm:prompt_tokens_total'), metric(before_metrics, 'vllm:prompt_tokens_total'));
   assert.equal(metric(now, 'vllm:request_success_total', 'finished_reason="error"'), 0);
   assert.equal(metric(now, 'vllm:request_success_total', 'finished_reason="length"'), 0);
+  assert.ok(!Object.keys(now).some((key) => key.includes('status="500"')), 'a bad request was answered 500');
   assert.equal(await server.stop(), 0);
 });
 
@@ -100,4 +102,61 @@ test('unknown route is a JSON 404', async () => {
   const response = await postJson(server.url, '/v1/embeddings', { input: 'a' });
   assert.equal(response.status, 404);
   assert.equal(typeof response.json.error.message, 'string');
+});
+
+test('JSON nested 200,000 deep is a 400 on every endpoint', async () => {
+  const deep = '['.repeat(200000) + ']'.repeat(200000);
+  for (const [path, body] of [['/tokenize', deep], ['/detokenize', `{"tokens": ${deep}}`],
+    ['/v1/chat/completions', `{"messages": ${deep}}`], ['/v1/completions', `{"prompt": ${deep}}`]]) {
+    const response = await postJson(server.url, path, body);
+    assertError(response, 400, null);
+    assert.equal(response.json.error.message, 'request body: JSON nested deeper than 256 levels');
+  }
+});
+
+test('a chunked body over 64 MiB is a 413 naming the limit; a gzip body is a 415', async () => {
+  const chunk = new Uint8Array(1 << 20).fill(0x20);
+  let sent = 0;
+  const body = new ReadableStream({
+    pull(controller) {
+      if (sent++ < 65) controller.enqueue(chunk);  // 65 MiB of spaces, chunked (no Content-Length)
+      else controller.close();
+    },
+  });
+  const response = await fetch(`${server.url}/v1/completions`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body, duplex: 'half',
+  });
+  assert.equal(response.status, 413);
+  const { error } = await response.json();
+  assert.equal(error.message,
+    "The request body is larger than this server's limit of 67108864 bytes (64 MiB; lmrun serve --max-request-body-mb).");
+  const { gzipSync } = await import('node:zlib');
+  const bomb = gzipSync(Buffer.alloc(300 << 20, 0x20));  // 300 MB of spaces in about 300 KB
+  const gzip = await postJson(server.url, '/v1/completions', bomb, { 'Content-Encoding': 'gzip' });
+  assertError(gzip, 415, null);
+  assert.equal(gzip.json.error.code, 'unsupported_content_encoding');
+  assert.equal(gzip.headers.get('accept-encoding'), 'identity');
+});
+
+test('an object with 80,000 keys is answered', async () => {
+  const body = { prompt: 'a', max_tokens: 1 };
+  for (let i = 0; i < 80000; i++) body[`k${i}`] = i;
+  const response = await postJson(server.url, '/tokenize', body);
+  assert.equal(response.status, 200, response.text);
+  const plain = await postJson(server.url, '/tokenize', { prompt: 'a' });
+  assert.deepEqual(response.json.tokens, plain.json.tokens);
+});
+
+test('huge integers and type confusion name the field', async () => {
+  const cases = [
+    ['/v1/completions', '{"prompt": "a", "max_tokens": 9223372036854775807}', 'max_tokens'],
+    ['/v1/completions', '{"prompt": "a", "best_of": 18446744073709551615}', 'best_of'],
+    ['/v1/completions', '{"prompt": "a", "n": -1}', 'n'],
+    ['/v1/completions', '{"prompt": "a", "logprobs": 1099511627776}', 'logprobs'],
+    ['/v1/completions', '{"prompt": "a", "seed": 18446744073709551615}', 'seed'],
+    ['/tokenize', '{"prompt": "a", "return_token_strs": "yes"}', 'return_token_strs'],
+    ['/v1/completions', '{"prompt": "a", "response_format": {"type": 5}}', 'response_format'],
+    ['/v1/chat/completions', '{"messages": [{"role": "user", "content": [{"type": 5}]}]}', 'messages[0].content'],
+  ];
+  for (const [path, body, param] of cases) assertError(await postJson(server.url, path, body), 400, param);
 });

@@ -1,8 +1,11 @@
-// Faults: a client that disconnects mid-stream frees its KV blocks; a tiny
-// --max-queued-requests answers 429 with Retry-After; SIGTERM lets the
-// in-flight stream finish, refuses new work and exits 0.
+// Faults: a client that disconnects mid-stream, or before a non-streamed answer,
+// frees its KV blocks; a tiny --max-queued-requests answers 429 with Retry-After;
+// SIGTERM lets the in-flight stream finish, refuses new work and exits 0, and
+// with slow clients connected and work left at --shutdown-timeout it still
+// exits by the deadline (code 4).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { startServer, scrapeMetrics, metric, postJson, sleep } from './helpers.mjs';
 
 async function waitFor(predicate, timeoutMs = 10000) {
@@ -27,9 +30,12 @@ test('a client that disconnects mid-stream is aborted and its KV blocks are free
     assert.equal(response.status, 200);
     const reader = response.body.getReader();
     await reader.read();  // the first chunk: the request is running
-    const during = await scrapeMetrics(server.url);
-    assert.equal(metric(during, 'vllm:num_requests_running'), 1);
-    assert.ok(metric(during, 'vllm:kv_cache_usage_perc') > 0);
+    // The gauges are published right after the step that produced the chunk.
+    const running = await waitFor(async () => {
+      const during = await scrapeMetrics(server.url);
+      return metric(during, 'vllm:num_requests_running') === 1 && metric(during, 'vllm:kv_cache_usage_perc') > 0;
+    });
+    assert.ok(running, 'the request is not seen running');
     controller.abort();
     const freed = await waitFor(async () => {
       const now = await scrapeMetrics(server.url);
@@ -39,6 +45,34 @@ test('a client that disconnects mid-stream is aborted and its KV blocks are free
     assert.ok(freed, 'KV usage did not return to 0 after the disconnect');
     const after = await scrapeMetrics(server.url);
     assert.ok(metric(after, 'vllm:generation_tokens_total') < 500, 'the request ran to the end instead of being aborted');
+    assert.equal(metric(after, 'vllm:request_success_total', 'finished_reason="length"'), 0);
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
+
+test('a client that disconnects before its non-streamed answer is aborted and its KV blocks are freed', async () => {
+  const server = await startServer(['--block-size', '16']);
+  try {
+    const controller = new AbortController();
+    const pending = fetch(`${server.url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ prompt: [1], max_tokens: 500, n: 8, ignore_eos: true }),
+      signal: controller.signal,
+    }).catch((error) => error);
+    const running = await waitFor(async () => metric(await scrapeMetrics(server.url), 'vllm:kv_cache_usage_perc') > 0, 10000);
+    assert.ok(running, 'the request never ran');
+    controller.abort();
+    assert.equal((await pending).name, 'AbortError');
+    const freed = await waitFor(async () => {
+      const now = await scrapeMetrics(server.url);
+      return metric(now, 'vllm:kv_cache_usage_perc') === 0 && metric(now, 'vllm:num_requests_running') === 0 &&
+        metric(now, 'vllm:request_success_total', 'finished_reason="abort"') === 8;
+    });
+    assert.ok(freed, 'KV usage did not return to 0 after the disconnect');
+    const after = await scrapeMetrics(server.url);
+    assert.ok(metric(after, 'vllm:generation_tokens_total') < 8 * 500, 'the request ran to the end instead of being aborted');
     assert.equal(metric(after, 'vllm:request_success_total', 'finished_reason="length"'), 0);
   } finally {
     assert.equal(await server.stop(), 0);
@@ -109,4 +143,32 @@ test('a prompt that can never fit the KV cache is a 400, and the server goes on'
   } finally {
     assert.equal(await server.stop(), 0);
   }
+});
+
+test('SIGTERM with slow clients connected and work left: exit by --shutdown-timeout, code 4', async () => {
+  const server = await startServer(['--shutdown-timeout', '2', '--max-num-seqs', '1']);
+  const slow = Array.from({ length: 50 }, () => {
+    const socket = net.connect(server.port, '127.0.0.1');
+    socket.on('error', () => {});
+    socket.write('POST /v1/completions HTTP/1.1\r\nHost: x\r\n');  // and never more
+    return socket;
+  });
+  // More work than 2 s allow: one sequence at a time, 200 requests of 500 tokens queued.
+  const body = { prompt: [1], max_tokens: 500, ignore_eos: true };
+  const responses = Array.from({ length: 200 }, () => postJson(server.url, '/v1/completions', body).catch((error) => error));
+  await waitFor(async () => metric(await scrapeMetrics(server.url), 'vllm:num_requests_waiting') > 100);
+  const start = performance.now();
+  server.proc.kill('SIGTERM');
+  const { code } = await server.exited;
+  const seconds = (performance.now() - start) / 1000;
+  assert.equal(code, 4, server.log());
+  // The deadline, with room for a loaded machine (this is not a speed test: without the deadline the
+  // queued work alone would take far longer, and slow clients would hold the exit forever).
+  assert.ok(seconds < 2 + 5, `exited ${seconds.toFixed(1)} s after SIGTERM`);
+  assert.match(server.log(), /aborting \d+ unfinished sequences/);
+  const settled = await Promise.all(responses);
+  assert.ok(settled.some((r) => r.status === 200), 'none finished before the deadline');
+  assert.ok(settled.every((r) => r.status === 200 || r.status === 503 || r instanceof Error),
+    settled.map((r) => r.status ?? String(r)).join(','));
+  for (const socket of slow) socket.destroy();
 });

@@ -1,8 +1,15 @@
 // Load: 64 concurrent streaming clients for a bounded time, every response
 // complete and correct, /metrics consistent with what was sent; and 256
-// concurrent streams that all make progress at once.
+// concurrent streams that all make progress at once while 600 slowloris
+// connections are held open, with /health answering in under a second throughout
+// (probed from a process of its own, as a load balancer would: this test's own
+// event loop, busy with the streams and sockets, would delay the probes itself).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { fork } from 'node:child_process';
+import net from 'node:net';
+import path_ from 'node:path';
+import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { startServer, storiesGoldens, scrapeMetrics, metric, sleep } from './helpers.mjs';
 
@@ -75,9 +82,73 @@ test('64 concurrent streaming clients for 4 s: all complete and correct, metrics
   }
 });
 
-test('256 concurrent streams all progress together', async () => {
+const here = path_.dirname(fileURLToPath(import.meta.url));
+
+// Slowloris: `count` connections, each sending a request header one byte per second and never
+// finishing it. A connection the server drops is opened again, so `count` stay open.
+function slowClients(port, count) {
+  const header = 'POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n' +
+    `X-Padding: ${'a'.repeat(4096)}\r\n`;
+  const sockets = new Set();
+  let open = 0;
+  let dropped = 0;
+  let stopped = false;
+  const connect = () => {
+    const socket = net.connect(port, '127.0.0.1');
+    let sent = 0;
+    let timer = null;
+    socket.on('connect', () => {
+      open++;
+      timer = setInterval(() => { socket.write(header[sent++ % header.length]); }, 1000);
+      socket.write(header[sent++]);
+    });
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      clearInterval(timer);
+      sockets.delete(socket);
+      if (timer !== null) open--;
+      if (stopped) return;
+      dropped++;
+      connect();
+    });
+    sockets.add(socket);
+  };
+  for (let i = 0; i < count; i++) connect();
+  return {
+    get open() { return open; },
+    get dropped() { return dropped; },
+    stop() {
+      stopped = true;
+      for (const socket of sockets) socket.destroy();
+    },
+  };
+}
+
+// Probes `path` every `everyMs` from a process of its own (prober.mjs) until stopped.
+function prober(port, path, everyMs) {
+  const child = fork(path_.join(here, 'prober.mjs'), [String(port), path, String(everyMs)]);
+  const results = new Promise((resolve, reject) => {
+    child.on('message', resolve);
+    child.on('exit', (code) => reject(new Error(`prober exited with ${code}`)));
+  });
+  results.catch(() => {});  // killed after a failed test: nobody waits for it
+  return {
+    async stop() { child.send('stop'); return results; },
+    kill() { if (child.exitCode === null) child.kill(); },
+  };
+}
+
+test('256 concurrent streams while 600 slow connections are open: all progress together, /health < 1 s throughout', async () => {
   const server = await startServer(['--max-num-seqs', '256', '--max-num-batched-tokens', '4096']);
+  const slow = slowClients(server.port, 600);
+  let health = null;
+  let metrics = null;
   try {
+    for (let i = 0; i < 200 && slow.open < 600; i++) await sleep(50);
+    assert.equal(slow.open, 600, 'the 600 slow connections did not all open');
+    health = prober(server.port, '/health', 100);
+    metrics = prober(server.port, '/metrics', 500);
+    await sleep(1500);  // the slow clients have sent a byte or two each: they hold their connections
     const clients = 256;
     const maxTokens = 300;
     const results = await Promise.all(Array.from({ length: clients }, async (_, c) => {
@@ -108,13 +179,34 @@ test('256 concurrent streams all progress together', async () => {
       }
       return { firstToken, finished: performance.now() - sent, tokens };
     }));
+    const stillOpen = slow.open;
+    const healthResults = await health.stop();
+    const metricsResults = await metrics.stop();
+    // No request lost: every stream complete.
     for (const result of results) assert.equal(result.tokens, maxTokens);
     const longestFirstToken = Math.max(...results.map((r) => r.firstToken));
     const shortestStream = Math.min(...results.map((r) => r.finished));
     // No request waited as long as a whole stream takes: none was queued behind another's end.
     assert.ok(longestFirstToken < shortestStream,
       `longest time to first token ${longestFirstToken} ms, shortest whole stream ${shortestStream} ms`);
+    // The slow clients were there all along.
+    assert.equal(stillOpen, 600, `only ${stillOpen} slow connections were open at the end of the streams`);
+    const latencies = healthResults.map((r) => r.ms).sort((a, b) => a - b);
+    const worst = latencies.at(-1);
+    const median = latencies[Math.floor(latencies.length / 2)];
+    console.log(`/health under 600 slow connections + ${clients} streams: ${latencies.length} probes, ` +
+      `median ${median.toFixed(1)} ms, max ${worst.toFixed(1)} ms; /metrics max ` +
+      `${Math.max(...metricsResults.map((r) => r.ms)).toFixed(1)} ms; slow connections dropped and reopened: ${slow.dropped}`);
+    assert.ok(healthResults.length >= 10, `only ${healthResults.length} /health probes ran`);
+    const failed = healthResults.filter((r) => r.status !== 200);
+    assert.deepEqual(failed, [], 'some /health probes did not answer 200');
+    assert.ok(worst < 1000, `/health took ${worst.toFixed(0)} ms at worst (must be < 1000 ms); ` +
+      `slowest probes: ${latencies.slice(-5).map((ms) => ms.toFixed(0)).join(', ')} ms`);
+    assert.deepEqual(metricsResults.filter((r) => r.status !== 200), [], 'some /metrics scrapes failed');
   } finally {
+    health?.kill();
+    metrics?.kill();
+    slow.stop();
     assert.equal(await server.stop(), 0);
   }
 });

@@ -228,3 +228,166 @@ TEST(OpenAIRequest, NullMeansAbsent) {
 
 }  // namespace
 }  // namespace lmrun::server
+
+namespace lmrun::server {
+namespace {
+
+// Issue 10, item 4: integers are range-checked before any arithmetic, and the error names the field.
+TEST(OpenAIRequest, HugeAndNegativeIntegersNameTheField) {
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {R"("max_tokens": 9223372036854775807)", "max_tokens"},
+        {R"("max_tokens": -5)", "max_tokens"},
+        {R"("best_of": 18446744073709551615)", "best_of"},
+        {R"("best_of": -1)", "best_of"},
+        {R"("n": -1)", "n"},
+        {R"("n": 1e20)", "n"},
+        {R"("n": 4294967297)", "n"},
+        {R"("logprobs": 1099511627776)", "logprobs"},
+        {R"("logprobs": -1)", "logprobs"},
+        {R"("top_k": 1099511627776)", "top_k"},
+        {R"("top_k": -2)", "top_k"},
+        {R"("seed": 18446744073709551615)", "seed"},
+        {R"("seed": 1e30)", "seed"},
+        {R"("min_tokens": 9223372036854775807)", "min_tokens"},
+        {R"("stop_token_ids": [4294967296])", "stop_token_ids"},
+        {R"("stop_token_ids": [-1])", "stop_token_ids"},
+        {R"("temperature": 1e300)", "temperature"},
+    };
+    for (const auto& [field, param] : cases) {
+        CompletionRequest request;
+        auto error = parse_completion(R"({"prompt": "a", )" + field + "}", request);
+        ASSERT_TRUE(error) << field;
+        EXPECT_EQ(error->status, 400) << field;
+        EXPECT_EQ(error->param, param) << field << ": " << error->message;
+    }
+    CompletionRequest prompt_ids;
+    auto error = parse_completion(R"({"prompt": [1, 18446744073709551615]})", prompt_ids);
+    ASSERT_TRUE(error);
+    EXPECT_EQ(error->param, "prompt");
+    ChatRequest chat;
+    error = parse_chat(
+        R"({"messages": [{"role": "user", "content": "a"}], "top_logprobs": 1e15, "logprobs": true})", chat);
+    ASSERT_TRUE(error);
+    EXPECT_EQ(error->param, "top_logprobs");
+    ChatRequest completion_tokens;
+    error = parse_chat(
+        R"({"messages": [{"role": "user", "content": "a"}], "max_completion_tokens": 9223372036854775807})",
+        completion_tokens);
+    ASSERT_TRUE(error);
+    EXPECT_EQ(error->param, "max_completion_tokens");
+}
+
+// Issue 10, item 5: a field of the wrong type is a 400 naming it, never an exception (a 500).
+TEST(OpenAIRequest, TypeConfusionNamesTheField) {
+    CompletionRequest request;
+    auto format = parse_completion(R"({"prompt": "a", "response_format": {"type": 5}})", request);
+    ASSERT_TRUE(format);
+    EXPECT_EQ(format->status, 400);
+    EXPECT_EQ(format->param, "response_format");
+    ChatRequest chat;
+    auto part = parse_chat(R"({"messages": [{"role": "user", "content": [{"type": 5}]}]})", chat);
+    ASSERT_TRUE(part);
+    EXPECT_EQ(part->status, 400);
+    EXPECT_EQ(part->param, "messages[0].content");
+    ChatRequest text_part;
+    auto text = parse_chat(R"({"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]})",
+                           text_part);
+    ASSERT_TRUE(text);
+    EXPECT_EQ(text->param, "messages[0].content");
+}
+
+// Every field either endpoint reads, given every kind of JSON value: the parsers answer (accept or
+// a 400 naming a field); no JSON library exception is thrown, not even one caught inside.
+TEST(OpenAIRequest, EveryFieldWithEveryKindOfValueIsAnsweredWithoutThrowing) {
+    const std::vector<std::string> fields = {"model",
+                                             "prompt",
+                                             "messages",
+                                             "max_tokens",
+                                             "max_completion_tokens",
+                                             "temperature",
+                                             "top_p",
+                                             "min_p",
+                                             "top_k",
+                                             "repetition_penalty",
+                                             "presence_penalty",
+                                             "frequency_penalty",
+                                             "n",
+                                             "best_of",
+                                             "min_tokens",
+                                             "ignore_eos",
+                                             "skip_special_tokens",
+                                             "stop",
+                                             "stop_token_ids",
+                                             "seed",
+                                             "return_token_ids",
+                                             "logit_bias",
+                                             "suffix",
+                                             "include_stop_str_in_output",
+                                             "response_format",
+                                             "stream",
+                                             "stream_options",
+                                             "logprobs",
+                                             "top_logprobs",
+                                             "echo",
+                                             "add_special_tokens",
+                                             "add_generation_prompt",
+                                             "continue_final_message",
+                                             "chat_template_kwargs",
+                                             "tools",
+                                             "documents"};
+    const std::vector<std::string> values = {"null",
+                                             "true",
+                                             "false",
+                                             "0",
+                                             "-1",
+                                             "1",
+                                             "2.5",
+                                             "1e300",
+                                             "-1e300",
+                                             "9223372036854775807",
+                                             "18446744073709551615",
+                                             "-9223372036854775808",
+                                             "\"\"",
+                                             "\"text\"",
+                                             "[]",
+                                             "[1]",
+                                             "[\"a\"]",
+                                             "[[1]]",
+                                             "[null]",
+                                             "[{}]",
+                                             "{}",
+                                             "{\"type\": 5}",
+                                             "{\"type\": \"text\"}",
+                                             "{\"include_usage\": \"yes\"}",
+                                             "[{\"type\": 5}]",
+                                             "[{\"role\": 5}]",
+                                             "[{\"role\": \"user\", \"content\": [{\"type\": 5}]}]"};
+    int num_answers = 0;
+    for (const std::string& field : fields) {
+        for (const std::string& value : values) {
+            for (const char* base :
+                 {R"({"prompt": "a", "messages": [{"role": "user", "content": "a"}]})", "{}"}) {
+                Json body = Json::parse(base);
+                body[field] = Json::parse(value);
+                CompletionRequest completion;
+                ChatRequest chat;
+                std::optional<ApiError> errors[2];
+                ASSERT_NO_THROW(errors[0] = parse_completion_request(body, completion))
+                    << field << "=" << value;
+                ASSERT_NO_THROW(errors[1] = parse_chat_request(body, chat)) << field << "=" << value;
+                for (const auto& error : errors) {
+                    if (!error) continue;
+                    EXPECT_EQ(error->status, 400) << field << "=" << value;
+                    EXPECT_EQ(error->type, "invalid_request_error");
+                    // Answered by the field readers themselves, not by the safety net around them.
+                    EXPECT_EQ(error->message.find("expected shape"), std::string::npos) << error->message;
+                }
+                ++num_answers;
+            }
+        }
+    }
+    EXPECT_EQ(num_answers, int(fields.size() * values.size() * 2));
+}
+
+}  // namespace
+}  // namespace lmrun::server

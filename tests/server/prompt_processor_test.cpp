@@ -36,6 +36,27 @@ TEST_F(PromptProcessorTest, EncodesTextLikeTheGoldens) {
     EXPECT_EQ(ids, (std::vector<int32_t>{1, 2, 3}));
 }
 
+// Text that cannot fit the context whatever it tokenizes to is refused before tokenizing: this
+// tokenizer takes seconds for a few megabytes.
+TEST_F(PromptProcessorTest, TextTooLongForAnyTokenizationIsRefusedUntokenized) {
+    PromptProcessor prompts = make();
+    size_t longest = 0;
+    for (int32_t id = 0; id < tokenizer_->vocab_size(); ++id)
+        longest = std::max(longest, tokenizer_->id_to_token(id).size());
+    EXPECT_EQ(prompts.max_text_bytes(), 512 * longest * 8);
+    std::vector<int32_t> ids;
+    const std::string at_limit(prompts.max_text_bytes(), 'a');
+    EXPECT_FALSE(prompts.encode_prompt(PromptInput{at_limit, {}, false}, true, ids));
+    EXPECT_GT(ids.size(), 512u);  // the context check comes next (fit_to_context)
+    ids.clear();
+    auto error = prompts.encode_prompt(PromptInput{at_limit + "a", {}, false}, true, ids);
+    ASSERT_TRUE(error);
+    EXPECT_EQ(error->param, "prompt");
+    EXPECT_NE(error->message.find("maximum context length is 512 tokens"), std::string::npos)
+        << error->message;
+    EXPECT_TRUE(ids.empty());
+}
+
 TEST_F(PromptProcessorTest, FitsToTheContext) {
     PromptProcessor prompts = make();
     SamplingParams params;
@@ -65,6 +86,17 @@ TEST_F(PromptProcessorTest, FitsToTheContext) {
     auto empty = prompts.fit_to_context({}, false, "prompt", asked);
     ASSERT_TRUE(empty);
 
+    // The largest max_tokens a request may carry does not overflow the context check.
+    SamplingParams largest;
+    largest.max_tokens = std::numeric_limits<int32_t>::max();
+    auto huge = prompts.fit_to_context(std::vector<int32_t>(5, 5), true, "prompt", largest);
+    ASSERT_TRUE(huge);
+    EXPECT_EQ(huge->param, "max_tokens");
+    EXPECT_NE(
+        huge->message.find("you requested 2147483652 tokens (5 in the input, 2147483647 for the completion)"),
+        std::string::npos)
+        << huge->message;
+
     SamplingParams min_tokens;
     min_tokens.max_tokens = 16;
     min_tokens.min_tokens = 16;
@@ -92,6 +124,11 @@ TEST_F(PromptProcessorTest, ChatNeedsATemplate) {
     no_prompt.add_generation_prompt = false;
     ASSERT_FALSE(with.render_chat(messages, no_prompt, text));
     EXPECT_EQ(text, "<s>[Hi]");
+    // Bytes after a NUL in a message reach the prompt (issue 10, item 9).
+    nlohmann::ordered_json with_nul =
+        nlohmann::ordered_json::parse(R"([{"role": "user", "content": "a\u0000b"}])");
+    ASSERT_FALSE(with.render_chat(with_nul, no_prompt, text));
+    EXPECT_EQ(text, std::string("<s>[a\0b]", 8));
 }
 
 TEST_F(PromptProcessorTest, TokenTexts) {

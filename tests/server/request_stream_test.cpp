@@ -1,5 +1,7 @@
 #include "server/request_stream.h"
 
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -29,56 +31,75 @@ TEST(RequestStream, GlobalChoiceIndices) {
     RequestStream stream({"r-0", "r-1"}, 2, true);
     stream.push_delta(1, delta(1, "x"));  // prompt 1, completion 1 -> choice 3
     stream.push_finished(1, finished_output(2));
-    auto event = stream.pop(0);
+    auto event = stream.try_pop();
     ASSERT_TRUE(event);
     EXPECT_EQ(event->kind, StreamEvent::Kind::Delta);
     EXPECT_EQ(event->delta.index, 3);
     EXPECT_EQ(event->delta.text, "x");
-    event = stream.pop(0);
+    event = stream.try_pop();
     ASSERT_TRUE(event);
     EXPECT_EQ(event->kind, StreamEvent::Kind::Finished);
     EXPECT_EQ(event->prompt_index, 1);
     EXPECT_EQ(event->output.outputs[0].index, 2);
     EXPECT_EQ(event->output.outputs[1].index, 3);
     EXPECT_FALSE(stream.all_finished());  // prompt 0 still runs
-    EXPECT_FALSE(stream.pop(0.01));
+    EXPECT_FALSE(stream.try_pop());
 }
 
 TEST(RequestStream, NonStreamingDropsDeltas) {
     RequestStream stream({"r-0"}, 1, false);
     stream.push_delta(0, delta(0, "x"));
-    EXPECT_FALSE(stream.pop(0));
+    EXPECT_FALSE(stream.try_pop());
     stream.push_finished(0, finished_output(1));
-    ASSERT_TRUE(stream.pop(0));
+    ASSERT_TRUE(stream.try_pop());
     EXPECT_TRUE(stream.all_finished());
 }
 
-TEST(RequestStream, WaitAllAcrossThreads) {
-    RequestStream stream({"a", "b", "c"}, 1, true);
+TEST(RequestStream, AnEmptyPopLeavesAWakeUpThatTheNextPushCallsOnce) {
+    RequestStream stream({"a", "b"}, 1, true);
+    int wakes = 0;
+    EXPECT_FALSE(stream.try_pop([&] { ++wakes; }));
+    EXPECT_EQ(wakes, 0);
+    stream.push_delta(0, delta(0, "x"));
+    EXPECT_EQ(wakes, 1);
+    stream.push_delta(0, delta(0, "y"));  // one call per wake-up left
+    EXPECT_EQ(wakes, 1);
+    EXPECT_EQ(stream.try_pop([&] { ++wakes; })->delta.text, "x");  // not empty: no wake-up left
+    EXPECT_EQ(stream.try_pop()->delta.text, "y");
+    stream.push_finished(1, finished_output(1));
+    EXPECT_EQ(wakes, 1);
+}
+
+TEST(RequestStream, WakeUpsAcrossThreadsCollectEveryOutput) {
+    RequestStream stream({"a", "b", "c"}, 1, false);
+    std::mutex mutex;
+    std::condition_variable woken;
+    bool wake_pending = false;
+    auto wake = [&] {
+        std::lock_guard lock(mutex);
+        wake_pending = true;
+        woken.notify_one();
+    };
     std::thread producer([&] {
         for (int32_t p : {2, 0, 1}) {
-            stream.push_delta(p, delta(0, "t" + std::to_string(p)));
             RequestOutput output = finished_output(1);
             output.request_id = "id" + std::to_string(p);
             stream.push_finished(p, output);
         }
     });
-    std::vector<RequestOutput> outputs;
-    EXPECT_TRUE(stream.wait_all(outputs, 0.01, [] { return true; }));
+    std::vector<std::string> ids(3);
+    while (!stream.all_finished()) {
+        std::optional<StreamEvent> event = stream.try_pop(wake);
+        if (!event) {
+            std::unique_lock lock(mutex);
+            woken.wait(lock, [&] { return wake_pending; });
+            wake_pending = false;
+            continue;
+        }
+        ids[size_t(event->prompt_index)] = event->output.request_id;
+    }
     producer.join();
-    ASSERT_EQ(outputs.size(), 3u);
-    EXPECT_EQ(outputs[0].request_id, "id0");  // ordered by prompt, not by arrival
-    EXPECT_EQ(outputs[1].request_id, "id1");
-    EXPECT_EQ(outputs[2].request_id, "id2");
-    EXPECT_TRUE(stream.all_finished());
-}
-
-TEST(RequestStream, WaitAllGivesUpWhenTold) {
-    RequestStream stream({"a"}, 1, false);
-    std::vector<RequestOutput> outputs;
-    int polls = 0;
-    EXPECT_FALSE(stream.wait_all(outputs, 0.001, [&] { return ++polls < 3; }));
-    EXPECT_EQ(polls, 3);
+    EXPECT_EQ(ids, (std::vector<std::string>{"id0", "id1", "id2"}));
 }
 
 }  // namespace

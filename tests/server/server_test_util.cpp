@@ -1,6 +1,17 @@
 #include "server_test_util.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <chrono>
+#include <cstring>
 #include <stdexcept>
+
+#include <fmt/format.h>
 
 #include "test_util.h"
 
@@ -49,6 +60,107 @@ SamplingParams golden_params(const StoriesGolden& golden) {
     params.stop_token_ids = {1};
     params.ignore_eos = true;
     return params;
+}
+
+RawConnection::RawConnection(int port) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(uint16_t(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd_ >= 0 && connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) close();
+    const int one = 1;
+    if (fd_ >= 0) setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+RawConnection::~RawConnection() {
+    close();
+}
+
+void RawConnection::close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+}
+
+bool RawConnection::send(std::string_view bytes) {
+    while (!bytes.empty()) {
+        const ssize_t sent = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+        if (sent <= 0) return false;
+        bytes.remove_prefix(size_t(sent));
+    }
+    return true;
+}
+
+namespace {
+
+double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Whole when the headers ended and Content-Length bytes followed (or the chunked body ended).
+bool complete_response(const std::string& text) {
+    const size_t header_end = text.find("\r\n\r\n");
+    if (header_end == std::string::npos) return false;
+    const std::string headers = text.substr(0, header_end);
+    std::string lower = headers;
+    for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+    const size_t length_at = lower.find("content-length:");
+    if (length_at != std::string::npos)
+        return text.size() - header_end - 4 >= std::stoul(lower.substr(length_at + 15));
+    if (lower.find("transfer-encoding: chunked") != std::string::npos)
+        return text.size() >= 5 && text.compare(text.size() - 5, 5, "0\r\n\r\n") == 0;
+    return false;
+}
+
+}  // namespace
+
+std::string RawConnection::read_response(double timeout_seconds) {
+    std::string text;
+    const double deadline = now() + timeout_seconds;
+    char buffer[65536];
+    while (fd_ >= 0 && !complete_response(text)) {
+        pollfd waiting{fd_, POLLIN, 0};
+        const int milliseconds = int((deadline - now()) * 1000);
+        if (milliseconds <= 0 || poll(&waiting, 1, milliseconds) <= 0) break;
+        const ssize_t count = recv(fd_, buffer, sizeof buffer, 0);
+        if (count <= 0) break;
+        text.append(buffer, size_t(count));
+    }
+    return text;
+}
+
+bool RawConnection::closed_by_server(double timeout_seconds) {
+    const double deadline = now() + timeout_seconds;
+    char buffer[4096];
+    while (fd_ >= 0) {
+        pollfd waiting{fd_, POLLIN, 0};
+        const int milliseconds = int((deadline - now()) * 1000);
+        if (milliseconds <= 0 || poll(&waiting, 1, milliseconds) <= 0) return false;
+        const ssize_t count = recv(fd_, buffer, sizeof buffer, 0);
+        if (count <= 0) return true;  // end of file, or reset
+    }
+    return true;
+}
+
+int status_of(const std::string& response) {
+    if (response.rfind("HTTP/1.", 0) != 0 || response.size() < 12) return -1;
+    return std::atoi(response.substr(9, 3).c_str());
+}
+
+std::string body_of(const std::string& response) {
+    const size_t header_end = response.find("\r\n\r\n");
+    return header_end == std::string::npos ? std::string() : response.substr(header_end + 4);
+}
+
+std::string chunked(std::string_view body, size_t chunk_bytes) {
+    std::string framed;
+    for (size_t at = 0; at < body.size(); at += chunk_bytes) {
+        const std::string_view chunk = body.substr(at, chunk_bytes);
+        framed += fmt::format("{:x}\r\n", chunk.size());
+        framed.append(chunk);
+        framed += "\r\n";
+    }
+    return framed + "0\r\n\r\n";
 }
 
 }  // namespace lmrun::server::testing
