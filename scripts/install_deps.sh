@@ -1,11 +1,24 @@
 #!/usr/bin/env bash
-# Installs lmrun's build and test dependencies from Debian's packages (and the
-# npm packages the server tests use). Idempotent; run as root on a fresh
-# Debian 12 machine. Skips apt entirely when everything is already present.
+# Installs what lmrun needs from Debian 12's packages. Idempotent; run as root (or with sudo).
+# Skips apt entirely when everything is already present.
+#   scripts/install_deps.sh demo   build lmrun and run it (what scripts/demo.sh needs)
+#   scripts/install_deps.sh test   also the test suite and CI checks (what scripts/test.sh needs):
+#                                  GoogleTest, clang-format/clang-tidy, clang + libFuzzer, curl, Node.js and npm
+#                                  (Debian's, only when `node`/`npm` are missing), then `npm ci`
+#                                  of the server tests' pinned OpenAI client.
 set -euo pipefail
 
-DEB_PACKAGES=(
-    build-essential cmake ninja-build pkg-config git
+what="${1:-test}"
+case "$what" in
+    demo | test) ;;
+    *)
+        echo "usage: $0 demo|test" >&2
+        exit 2
+        ;;
+esac
+
+DEMO_PACKAGES=(
+    build-essential cmake ninja-build pkg-config
     libdnnl-dev            # oneDNN: BF16/AMX matrix products
     nlohmann-json3-dev     # config.json, safetensors headers, HTTP bodies
     libmicrohttpd-dev      # the server's HTTP layer (lmrun serve)
@@ -15,12 +28,30 @@ DEB_PACKAGES=(
     libxxhash-dev          # prefix-cache block hashes
     libpcre2-dev           # tokenizer pre-tokenizer regex
     libicu-dev             # NFC normalization
-    libgtest-dev libgmock-dev libbenchmark-dev
-    curl
 )
+TEST_PACKAGES=(
+    libgtest-dev           # the unit tests
+    curl                   # the server tests' raw SSE checks
+    clang-format-16        # CI: formatting check
+    clang-tidy-16          # CI: lint (bugprone-*, performance-*)
+    libomp-16-dev          # CI: an omp.h that clang-tidy's clang can parse (GCC's is not on its path)
+    git                    # CI: the formatting check lists the tracked files
+    clang-16 libfuzzer-16-dev libclang-rt-16-dev  # fuzz targets (tests/fuzz, scripts/fuzz.sh): libFuzzer, ASan/UBSan
+)
+# Node.js runs the server integration tests with the official OpenAI client. A machine may
+# already have node and npm from elsewhere (e.g. NodeSource's nodejs, which bundles npm and
+# conflicts with Debian's npm package): install Debian's only for what is missing.
+NODE_PACKAGES=()
+if [ "$what" = test ]; then
+    command -v node >/dev/null 2>&1 || NODE_PACKAGES+=(nodejs)
+    command -v npm >/dev/null 2>&1 || NODE_PACKAGES+=(npm)
+fi
+
+packages=("${DEMO_PACKAGES[@]}")
+if [ "$what" = test ]; then packages+=("${TEST_PACKAGES[@]}" ${NODE_PACKAGES[@]+"${NODE_PACKAGES[@]}"}); fi
 
 missing=()
-for pkg in "${DEB_PACKAGES[@]}"; do
+for pkg in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 if ((${#missing[@]})); then
@@ -32,15 +63,11 @@ if ((${#missing[@]})); then
     $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Server integration tests: the official OpenAI client library (npm package `openai`)
-# under Node, pinned by tests/server/package-lock.json. node and npm come with the
-# machine (Debian's npm package conflicts with them: do not apt-get it).
-SERVER_TESTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/server"
-if ! command -v npm >/dev/null 2>&1; then
-    echo "install_deps: npm not found; the server integration tests need node >= 20 and npm" >&2
-    exit 1
-fi
-if [ ! -f "$SERVER_TESTS_DIR/node_modules/openai/package.json" ]; then
-    echo "install_deps: npm ci in tests/server"
-    (cd "$SERVER_TESTS_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+if [ "$what" = test ]; then
+    # The server tests' client, pinned by tests/server/package-lock.json.
+    SERVER_TESTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/server"
+    if [ ! -f "$SERVER_TESTS_DIR/node_modules/openai/package.json" ]; then
+        echo "install_deps: npm ci in tests/server"
+        (cd "$SERVER_TESTS_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+    fi
 fi

@@ -1,27 +1,73 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds lmrun (Release) and runs the whole test suite,
-# then builds the unit tests with AddressSanitizer + UBSan and runs them again (all but the
-# timing-based Node integration suite of the HTTP server, which runs in the Release pass).
-# Usage: scripts/test.sh            (everything; what .ci/run calls)
-#        LMRUN_SKIP_SANITIZERS=1 scripts/test.sh   (Release only, for quick local runs)
+# The CI run (what .ci/run calls), in stages, each timed:
+#   deps      scripts/install_deps.sh test
+#   format    clang-format-16 --dry-run --Werror on every tracked C++ file
+#   build     one Release tree (build/): the library, lmrun, the tools and the unit tests
+#   test      every CTest test of that tree (unit tests, ISA-capped goldens, the Node server suite)
+#   lint      clang-tidy-16 over src/ (.clang-tidy), from build/compile_commands.json
+#   sanitize  the unit tests that exercise memory, built with AddressSanitizer + UBSan (build-asan/)
+#   fuzz      every libFuzzer target for 60 s under ASan/UBSan (scripts/fuzz.sh, build-fuzz/)
+# Usage: scripts/test.sh                 every stage
+#        scripts/test.sh build test      only these stages (deps always runs first)
+#        LMRUN_SKIP_SANITIZERS=1 scripts/test.sh   every stage but sanitize
+#        LMRUN_SKIP_FUZZ=1 scripts/test.sh         every stage but fuzz
+#        LMRUN_FUZZ_SECONDS=90 scripts/test.sh     longer fuzz runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install_deps.sh
 
 jobs=$(nproc)
 # Tests run side by side on few cores: threads that wait must sleep, not spin, or one
 # process's spinning team starves the other's.
 export OMP_WAIT_POLICY=passive
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "$jobs"
-ctest --test-dir build --output-on-failure -j "$jobs"
 
-if [ "${LMRUN_SKIP_SANITIZERS:-0}" != 1 ]; then
-    cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLMRUN_SANITIZE=ON >/dev/null
-    cmake --build build-asan -j "$jobs" --target lmrun_tests lmrun
+stage_deps() { bash scripts/install_deps.sh test; }
+
+stage_format() { bash scripts/check_format.sh; }
+
+stage_build() {
+    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMRUN_BUILD_TESTS=ON >/dev/null
+    cmake --build build -j "$jobs"
+}
+
+stage_test() { ctest --test-dir build --output-on-failure -j "$jobs"; }
+
+stage_lint() { bash scripts/run_clang_tidy.sh build; }
+
+stage_sanitize() {
+    cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLMRUN_SANITIZE=ON \
+        -DLMRUN_BUILD_TESTS=ON >/dev/null
+    cmake --build build-asan -j "$jobs" --target lmrun_sanitize_tests
     # libgomp's thread pool is intentionally kept until exit; it is not our leak.
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     LSAN_OPTIONS=suppressions="$PWD/scripts/lsan.supp" \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-        ctest --test-dir build-asan --output-on-failure -j "$jobs" -E server_integration
+        ctest --test-dir build-asan --output-on-failure -j "$jobs" -L sanitize
+}
+
+# Each target for a fixed time; a crash fails the run and leaves the input in
+# build-fuzz/fuzz-crashes/<target>/.
+stage_fuzz() { bash scripts/fuzz.sh "${LMRUN_FUZZ_SECONDS:-60}"; }
+
+stages=("$@")
+if ((${#stages[@]} == 0)); then
+    stages=(format build test lint)
+    if [ "${LMRUN_SKIP_SANITIZERS:-0}" != 1 ]; then stages+=(sanitize); fi
+    if [ "${LMRUN_SKIP_FUZZ:-0}" != 1 ]; then stages+=(fuzz); fi
 fi
+
+timings=()
+run_stage() {
+    local name=$1 start=$SECONDS
+    echo "== $name"
+    "stage_$name"
+    timings+=("$name $((SECONDS - start)) s")
+}
+run_stage deps
+for stage in "${stages[@]}"; do
+    if ! declare -F "stage_$stage" >/dev/null; then
+        echo "test.sh: unknown stage '$stage'" >&2
+        exit 2
+    fi
+    run_stage "$stage"
+done
+echo "== done: ${timings[*]/%/;}"

@@ -240,39 +240,5 @@ TEST(BlockManager, DisabledPrefixCachingNeverHits) {
     EXPECT_EQ(manager.prefix_cache_queries(), 0);
 }
 
-TEST(BlockManager, ForkSharesFullComputedBlocks) {
-    BlockManager manager(8, 4);
-    Sequence parent(1, iota_tokens(0, 10), {});
-    admit(manager, parent);
-    compute_all(manager, parent);
-    Sequence child(2, iota_tokens(0, 10), {});
-    manager.fork(parent, child);
-    ASSERT_EQ(child.block_table.size(), 2u);
-    EXPECT_EQ(child.block_table[0], parent.block_table[0]);
-    EXPECT_EQ(child.block_table[1], parent.block_table[1]);
-    EXPECT_EQ(child.num_computed_tokens, 8);
-    EXPECT_EQ(manager.ref_count(parent.block_table[0]), 2);
-    EXPECT_EQ(manager.ref_count(parent.block_table[2]), 1);
-    // The child recomputes its partial last block in a block of its own.
-    std::vector<int32_t> none;
-    ASSERT_TRUE(manager.can_allocate(child, none, 2));
-    manager.allocate(child, none, 2);
-    EXPECT_EQ(child.block_table.size(), 3u);
-    EXPECT_NE(child.block_table[2], parent.block_table[2]);
-    EXPECT_EQ(manager.num_free_blocks(), 4);
-    manager.deallocate(parent);
-    manager.deallocate(child);
-    EXPECT_EQ(manager.num_free_blocks(), 8);
-
-    // A prompt of whole blocks keeps its last block to compute.
-    Sequence parent8(3, iota_tokens(0, 8), {});
-    admit(manager, parent8);
-    compute_all(manager, parent8);
-    Sequence child8(4, iota_tokens(0, 8), {});
-    manager.fork(parent8, child8);
-    EXPECT_EQ(child8.num_computed_tokens, 4);
-    EXPECT_EQ(child8.block_table.size(), 1u);
-}
-
 }  // namespace
 }  // namespace lmrun

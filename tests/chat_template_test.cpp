@@ -289,5 +289,36 @@ TEST(ChatTemplate, ContextHasToolsNoneAndExtraKwargs) {
     EXPECT_EQ(rendered.error().message, "chat template: line 1, column 19: raise_exception: no system role");
 }
 
+// One loader for LLM, lmrun chat and lmrun serve: a file wins over the tokenizer's template,
+// no file and no template is "none", and a missing file is NotFound (not "none").
+TEST(LoadChatTemplate, FileThenTokenizerConfigThenNone) {
+    const std::string dir = testing::make_temp_dir("load_chat_template");
+    const std::string file = dir + "/template.jinja";
+    std::ofstream(file) << "from file: {{ messages[0]['content'] }}";
+    const nlohmann::json config = {{"chat_template", "from config: {{ messages[0]['content'] }}"}};
+    const nlohmann::json messages = nlohmann::json::array({{{"role", "user"}, {"content", "hi"}}});
+
+    auto from_file = load_chat_template(file, &config);
+    ASSERT_TRUE(from_file.ok() && from_file.value()) << (from_file.ok() ? "" : from_file.error().message);
+    EXPECT_EQ(from_file.value()->apply(messages, {}).value(), "from file: hi");
+
+    auto from_config = load_chat_template("", &config);
+    ASSERT_TRUE(from_config.ok() && from_config.value());
+    EXPECT_EQ(from_config.value()->apply(messages, {}).value(), "from config: hi");
+
+    const nlohmann::json no_template = nlohmann::json::object();
+    auto none = load_chat_template("", &no_template);
+    ASSERT_TRUE(none.ok());
+    EXPECT_FALSE(none.value().has_value());
+    auto no_tokenizer = load_chat_template("", nullptr);
+    ASSERT_TRUE(no_tokenizer.ok());
+    EXPECT_FALSE(no_tokenizer.value().has_value());
+
+    auto missing = load_chat_template(dir + "/absent.jinja", &config);
+    ASSERT_FALSE(missing.ok());
+    EXPECT_EQ(missing.error().kind, ErrorKind::NotFound);
+    EXPECT_NE(missing.error().message.find("absent.jinja"), std::string::npos) << missing.error().message;
+}
+
 }  // namespace
 }  // namespace lmrun

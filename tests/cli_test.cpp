@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -130,6 +131,152 @@ TEST(Cli, PerplexityScoresATextFile) {
     CommandResult bad_stride = run_lmrun(base + " --stride 40");
     EXPECT_NE(bad_stride.exit_code, 0);
     EXPECT_NE(bad_stride.output.find("--stride"), std::string::npos) << bad_stride.output;
+}
+
+// A model folder like stories260k (weights and tokenizer linked, not copied) whose
+// config.json has `field` set to `value`; `with_tokenizer` false leaves tokenizer.json out.
+std::string model_with(const std::string& name, const nlohmann::json& changes, bool with_tokenizer = true) {
+    const std::string dir = make_temp_dir("cli_" + name);
+    nlohmann::json config = read_json_file(stories_dir() + "/config.json");
+    for (const auto& [field, value] : changes.items()) config[field] = value;
+    std::ofstream(dir + "/config.json") << config.dump();
+    std::vector<std::string> files = {"model.safetensors"};
+    if (with_tokenizer) files.insert(files.end(), {"tokenizer.json", "tokenizer_config.json"});
+    for (const std::string& file : files)
+        std::filesystem::create_symlink(stories_dir() + "/" + file, dir + "/" + file);
+    return dir;
+}
+
+void expect_failure(const CommandResult& result, int exit_code, const std::string& message) {
+    EXPECT_EQ(result.exit_code, exit_code) << result.output;
+    EXPECT_NE(result.output.find(message), std::string::npos) << result.output;
+}
+
+// Issue 10, item 10: config.json values that would abort or allocate without bound.
+TEST(CliRobustness, ConfigValuesOutsideWhatLmrunRunsAreClearErrors) {
+    const std::string head_dim = model_with("head_dim", {{"head_dim", 512}});
+    expect_failure(
+        run_lmrun("generate --model " + head_dim + " --prompt-ids 1"), 2,
+        head_dim + "/config.json: unsupported head_dim 512 (supported: even values from 2 to 256)");
+    const std::string layers = model_with("layers", {{"num_hidden_layers", 1000000}});
+    expect_failure(run_lmrun("generate --model " + layers + " --prompt-ids 1"), 2,
+                   layers +
+                       "/config.json: field 'num_hidden_layers' = 1000000 is larger than lmrun supports (at "
+                       "most 1024)");
+    const std::string vocab = model_with("vocab", {{"vocab_size", 1000000000}});
+    expect_failure(run_lmrun("generate --model " + vocab + " --prompt-ids 1"), 2,
+                   vocab + "/config.json: field 'vocab_size' = 1000000000 is larger than lmrun supports");
+    // Within every limit, but hundreds of TiB of weights: more than any machine has.
+    const std::string huge = model_with("huge", {{"hidden_size", 65536},
+                                                 {"intermediate_size", 262144},
+                                                 {"num_hidden_layers", 1024},
+                                                 {"num_attention_heads", 256},
+                                                 {"num_key_value_heads", 256},
+                                                 {"head_dim", 256},
+                                                 {"vocab_size", 4194304}});
+    expect_failure(run_lmrun("generate --model " + huge + " --prompt-ids 1"), 3,
+                   huge + "/config.json: the model needs 263168.5 GiB for its F32 weights, ");
+    // Within the limits and the memory, but not what the checkpoint holds: refused before allocating.
+    const std::string more_layers = model_with("more_layers", {{"num_hidden_layers", 1000}});
+    expect_failure(run_lmrun("generate --model " + more_layers + " --prompt-ids 1"), 2,
+                   "num_hidden_layers is 1000 but the checkpoint in " + more_layers +
+                       " has no tensor 'model.layers.999.input_layernorm.weight'");
+}
+
+// Issue 10, item 11: a tokenizer.json nested 200,000 levels deep crashed the loader.
+TEST(CliRobustness, DeeplyNestedTokenizerIsAClearError) {
+    const std::string dir = model_with("deep_tokenizer", nlohmann::json::object(), false);
+    std::ofstream(dir + "/tokenizer.json")
+        << "{\"normalizer\": " << std::string(200000, '[') << std::string(200000, ']') << "}";
+    expect_failure(run_lmrun("generate --model " + dir + " --prompt-ids 1 --threads 1"), 3,
+                   dir + "/tokenizer.json: JSON nested deeper than 64 levels");
+}
+
+// Issue 10, item 12: a chat template with 100,000 chained filters crashed (SIGSEGV).
+TEST(CliRobustness, TemplateWithHundredThousandFiltersIsAClearError) {
+    const std::string dir = make_temp_dir("cli_template");
+    std::string source = "{{ messages[0]['content']";
+    for (int i = 0; i < 100000; ++i) source += "|trim";
+    std::ofstream(dir + "/template.jinja") << source << " }}";
+    expect_failure(run_lmrun("chat --model " + stories_dir() + " --chat-template " + dir +
+                             "/template.jinja --threads 1 < /dev/null"),
+                   3, dir + "/template.jinja: chat template: line 1, column ");
+    EXPECT_NE(run_lmrun("chat --model " + stories_dir() + " --chat-template " + dir +
+                        "/template.jinja --threads 1 < /dev/null")
+                  .output.find("expression nested too deeply (more than 200 levels)"),
+              std::string::npos);
+}
+
+// Issue 10, item 13: command-line values that crashed, hung or were accepted.
+TEST(CliRobustness, BadOptionValuesAreOneLineUsageErrors) {
+    const std::string model = "generate --model " + stories_dir() + " --prompt-ids 1 ";
+    const std::pair<std::string, std::string> cases[] = {
+        {"--temperature nan", "lmrun: --temperature: nan is not a finite number in [0, 100] (see --help)\n"},
+        {"--temperature inf", "--temperature: inf is not a finite number in [0, 100]"},
+        {"--kv-cache-memory -1", "--kv-cache-memory: -1 is not a finite number in [0, 1048576]"},
+        {"--max-tokens -5", "lmrun: --max-tokens: -5 is not an integer >= 1 (see --help)\n"},
+        {"--max-tokens 99999999999999999999", "--max-tokens: 99999999999999999999 is not an integer >= 1"},
+        {"--top-p 2", "--top-p: 2 is not a finite number in [1e-09, 1]"},
+        {"--threads -1", "--threads: -1 is not an integer in [0, 2147483647]"},
+        {"--max-num-seqs 0", "--max-num-seqs: 0 is not an integer in [1, 16384]"},
+        {"--dtype float8", "--dtype: float8 not in {auto,float32,bfloat16,f32,bf16}"},
+        {"--no-such-option", "The following argument was not expected: --no-such-option"},
+    };
+    for (const auto& [options, message] : cases) {
+        CommandResult result = run_lmrun(model + options);
+        EXPECT_EQ(result.exit_code, 1) << options << ": " << result.output;
+        EXPECT_NE(result.output.find(message), std::string::npos) << options << ": " << result.output;
+    }
+    // The other subcommands share the validators (cli/cli_options.h).
+    const std::pair<std::string, std::string> other_commands[] = {
+        {"generate --model " + stories_dir() + " --prompt-ids 1 --seed -1",
+         "lmrun: --seed: -1 is not an integer in [0, 18446744073709551615] (see --help)\n"},
+        {"chat --model " + stories_dir() + " --temperature nan",
+         "lmrun: --temperature: nan is not a finite number in [0, 100] (see --help)\n"},
+        {"chat --model " + stories_dir() + " --frequency-penalty -3",
+         "--frequency-penalty: -3 is not a finite number in [-2, 2]"},
+        {"bench --model " + stories_dir() + " --kv-cache-memory -1",
+         "lmrun: --kv-cache-memory: -1 is not a finite number in [0, 1048576] (see --help)\n"},
+        {"bench --model " + stories_dir() + " --threads -1",
+         "--threads: -1 is not an integer in [0, 2147483647]"},
+        {"bench --model " + stories_dir() + " --decode-batches 1,0",
+         "--decode-batches: 0 is not an integer in [1, 16384]"},
+        {"bench --model " + stories_dir() + " --dtype float8",
+         "--dtype: float8 not in {auto,float32,bfloat16,f32,bf16}"},
+        {"bench --model " + stories_dir() + " --kv-cache-dtype int4", "--kv-cache-dtype: int4 not in {"},
+        {"generate --model " + stories_dir() + " --prompt-ids 1 --quantization int4",
+         "--quantization: int4 not in {int8,none}"},
+        {"perplexity --model " + stories_dir() + " --text x.txt --context 1",
+         "lmrun: --context: 1 is not an integer in [2, 16777216] (see --help)\n"},
+        {"perplexity --model " + stories_dir() + " --text x.txt --stride -1",
+         "--stride: -1 is not an integer in [0, 16777216]"},
+        {"perplexity --model " + stories_dir() + " --text x.txt --max-text-tokens -1",
+         "--max-text-tokens: -1 is not an integer >= 0"},
+    };
+    for (const auto& [command, message] : other_commands) {
+        CommandResult result = run_lmrun(command);
+        EXPECT_EQ(result.exit_code, 1) << command << ": " << result.output;
+        EXPECT_NE(result.output.find(message), std::string::npos) << command << ": " << result.output;
+    }
+    EXPECT_EQ(run_lmrun("generate").exit_code, 1);  // --model is required
+    EXPECT_EQ(run_lmrun("").exit_code, 1);          // a subcommand is required
+    EXPECT_EQ(run_lmrun("--help").exit_code, 0);
+}
+
+TEST(CliRobustness, TooManyThreadsAreCappedToTheCpus) {
+    CommandResult result =
+        run_lmrun("generate --model " + stories_dir() +
+                  " --prompt-ids 1 --max-tokens 2 --temperature 0 --no-progress --threads 100000");
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_NE(result.output.find("--threads 100000 is more than the "), std::string::npos) << result.output;
+}
+
+TEST(CliRobustness, ChatWithoutTokenizerIsAClearError) {
+    const std::string dir = model_with("no_tokenizer", nlohmann::json::object(), false);
+    expect_failure(run_lmrun("chat --model " + dir + " --threads 1 < /dev/null"), 2,
+                   dir + ": no tokenizer.json; lmrun chat needs a tokenizer (pass --tokenizer DIR)");
+    expect_failure(run_lmrun("generate --model " + dir + " --prompt hello --threads 1 --no-progress"), 2,
+                   dir + ": the model has no tokenizer.json; give prompts as token ids");
 }
 
 }  // namespace

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "engine/llm.h"
 #include "test_util.h"
 
@@ -297,7 +300,7 @@ TEST(LLMEngineSampling, StopStringsCutExactlyAcrossTokens) {
     const CompletionOutput& completion = outputs.value()[0].outputs[0];
     EXPECT_EQ(completion.text, "Once upon a time, there was a ");
     EXPECT_EQ(completion.finish_reason, FinishReason::Stop);
-    EXPECT_EQ(completion.stop_reason, "little gi");
+    EXPECT_EQ(completion.stop_reason, StopReason(std::string("little gi")));
 
     // The stream shows exactly the same text, never a piece of the stop string.
     LLMEngine& engine = llm.value()->engine();
@@ -381,6 +384,134 @@ TEST(LLMEngineSampling, InvalidRequestsAreRejectedWithTheFieldNamed) {
     Status too_long = engine->add_request("d", std::vector<int32_t>(512, 5), SamplingParams{});
     ASSERT_FALSE(too_long.ok());
     EXPECT_FALSE(engine->has_unfinished_requests());  // nothing reached the scheduler
+}
+
+// A prompt of max_model_len tokens leaves no room for a token: refused, as vLLM's server does;
+// one token less is accepted and generates exactly one token.
+TEST(LLMEngine, PromptLengthBoundaryLeavesRoomForOneToken) {
+    auto engine = make_engine(stories_config());  // max_model_len 512
+    ASSERT_EQ(engine->max_model_len(), 512);
+    SamplingParams params;
+    params.max_tokens = 16;
+    params.ignore_eos = true;
+    Status full = engine->add_request("full", std::vector<int32_t>(512, 5), params);
+    ASSERT_FALSE(full.ok());
+    EXPECT_EQ(full.error().subject, "prompt");
+    EXPECT_NE(full.error().message.find("maximum context length is 512"), std::string::npos);
+    ASSERT_TRUE(engine->add_request("room", std::vector<int32_t>(511, 5), params).ok());
+    std::vector<RequestOutput> finished;
+    while (engine->has_unfinished_requests()) {
+        for (auto& output : engine->step()) finished.push_back(std::move(output));
+    }
+    ASSERT_EQ(finished.size(), 1u);
+    EXPECT_EQ(finished[0].outputs[0].token_ids.size(), 1u);
+    EXPECT_EQ(finished[0].outputs[0].finish_reason, FinishReason::Length);
+}
+
+// stories260k with another eos_token_id in config.json (the weights and tokenizer are linked).
+std::string stories_with_eos(int32_t eos_token_id) {
+    const std::string dir = make_temp_dir("stories_eos_" + std::to_string(eos_token_id));
+    for (const char* name : {"model.safetensors", "tokenizer.json", "tokenizer_config.json"}) {
+        std::filesystem::create_symlink(testdata_path(std::string("stories260k/") + name), dir + "/" + name);
+    }
+    nlohmann::json config = read_json_file(testdata_path("stories260k/config.json"));
+    config["eos_token_id"] = eos_token_id;
+    std::ofstream(dir + "/config.json") << config.dump();
+    return dir;
+}
+
+CompletionOutput generate_one(LLMEngine& engine, const std::vector<int32_t>& prompt,
+                              const SamplingParams& params) {
+    EXPECT_TRUE(engine.add_request("one", prompt, params).ok());
+    std::vector<RequestOutput> finished;
+    while (engine.has_unfinished_requests()) {
+        for (auto& output : engine.step()) finished.push_back(std::move(output));
+    }
+    EXPECT_EQ(finished.size(), 1u);
+    return finished.empty() ? CompletionOutput{} : finished[0].outputs.at(0);
+}
+
+// vLLM's stop_reason: null for EOS and length, the string for a stop string, the token id only
+// for a stop_token_ids entry.
+TEST(LLMEngine, StopReasonNamesOnlyStopStringsAndStopTokenIds) {
+    const Golden golden = stories_goldens()[1];  // bos_only_full: the story ends with token 1
+    ASSERT_EQ(golden.name, "bos_only_full");
+    SamplingParams params;
+    params.temperature = 0;
+    params.max_tokens = 400;
+
+    EngineConfig eos_config = stories_config();
+    eos_config.model_dir = stories_with_eos(1);
+    eos_config.tokenizer_dir = eos_config.model_dir;
+    auto eos_engine = make_engine(eos_config);
+    CompletionOutput eos = generate_one(*eos_engine, golden.prompt_ids, params);
+    EXPECT_EQ(eos.finish_reason, FinishReason::Stop);
+    EXPECT_EQ(without_stop(eos.token_ids), golden.output_ids);
+    EXPECT_EQ(eos.stop_reason, StopReason());
+
+    auto engine = make_engine(stories_config());
+    SamplingParams stop_token = params;
+    stop_token.stop_token_ids = {1};
+    CompletionOutput token = generate_one(*engine, golden.prompt_ids, stop_token);
+    EXPECT_EQ(token.finish_reason, FinishReason::Stop);
+    EXPECT_EQ(without_stop(token.token_ids), golden.output_ids);
+    EXPECT_EQ(token.stop_reason, StopReason(int32_t(1)));
+
+    SamplingParams stop_string = params;
+    stop_string.stop = {"Lily"};
+    CompletionOutput string = generate_one(*engine, golden.prompt_ids, stop_string);
+    EXPECT_EQ(string.finish_reason, FinishReason::Stop);
+    EXPECT_EQ(string.stop_reason, StopReason(std::string("Lily")));
+
+    SamplingParams length = params;
+    length.max_tokens = 5;
+    CompletionOutput capped = generate_one(*engine, golden.prompt_ids, length);
+    EXPECT_EQ(capped.finish_reason, FinishReason::Length);
+    EXPECT_EQ(capped.stop_reason, StopReason());
+}
+
+// n > 1: a prompt that cannot run is refused whole (no completion is queued, the id stays
+// free); LLM::generate refuses the batch and leaves no request behind; an abort before the
+// other completions started ends every completion, each reported once.
+TEST(LLMEngine, ParallelSamplesOfAFailingPrompt) {
+    auto engine = make_engine(stories_config());
+    SamplingParams params;
+    params.n = 3;
+    params.max_tokens = 8;
+    params.ignore_eos = true;
+    Status refused = engine->add_request("n3", std::vector<int32_t>(600, 5), params);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_FALSE(engine->has_unfinished_requests());
+
+    std::vector<CompletionDelta> deltas;
+    ASSERT_TRUE(engine
+                    ->add_request("n3", {1, 403, 407}, params,
+                                  [&](const CompletionDelta& delta) { deltas.push_back(delta); })
+                    .ok());
+    EXPECT_TRUE(engine->abort_request("n3"));
+    EXPECT_FALSE(engine->has_unfinished_requests());
+    ASSERT_EQ(deltas.size(), 3u);
+    for (int32_t index = 0; index < 3; ++index) {
+        EXPECT_EQ(deltas[size_t(index)].index, index);
+        EXPECT_TRUE(deltas[size_t(index)].finished);
+        EXPECT_EQ(deltas[size_t(index)].finish_reason, FinishReason::Abort);
+    }
+    EXPECT_TRUE(engine->step().empty());
+    EXPECT_EQ(engine->block_manager().num_free_blocks(), engine->block_manager().num_blocks());
+
+    auto llm = LLM::create(stories_config());
+    ASSERT_TRUE(llm.ok());
+    auto outputs =
+        llm.value()->generate({Prompt::from_ids({1, 403}), Prompt::from_ids(std::vector<int32_t>(512, 5))},
+                              params, GenerateOptions{false, true});
+    ASSERT_FALSE(outputs.ok());
+    EXPECT_NE(outputs.error().message.find("prompt 1"), std::string::npos) << outputs.error().message;
+    EXPECT_FALSE(llm.value()->engine().has_unfinished_requests());
+    auto retry = llm.value()->generate({Prompt::from_ids({1, 403})}, params, GenerateOptions{false, true});
+    ASSERT_TRUE(retry.ok());
+    ASSERT_EQ(retry.value()[0].outputs.size(), 3u);
+    for (const CompletionOutput& completion : retry.value()[0].outputs)
+        EXPECT_EQ(completion.token_ids.size(), 8u);
 }
 
 }  // namespace

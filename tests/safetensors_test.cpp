@@ -130,16 +130,40 @@ TEST(Safetensors, WriterRejectsDuplicateNames) {
         << status.error().message;
 }
 
-TEST(Safetensors, AllowsOverlappingAndOutOfOrderDataWithinBounds) {
+TEST(Safetensors, AcceptsTensorsListedOutOfOffsetOrderWhenTheyTileTheBuffer) {
+    std::string path = make_temp_dir("safetensors_order") + "/t.safetensors";
+    write_raw(path,
+              R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[12,20]},)"
+              R"("b":{"dtype":"F32","shape":[3],"data_offsets":[0,12]}})",
+              20);
+    Result<SafetensorsFile> file = SafetensorsFile::open(path);
+    ASSERT_TRUE(file.ok()) << file.error().message;
+    const auto* base = static_cast<const unsigned char*>(file->find("b")->data);
+    EXPECT_EQ(static_cast<const unsigned char*>(file->find("a")->data), base + 12);
+}
+
+// Issue 10, item 11: overlapping data_offsets were accepted silently.
+TEST(Safetensors, RejectsOverlappingDataOffsetsNamingBothTensors) {
     std::string path = make_temp_dir("safetensors_overlap") + "/t.safetensors";
     write_raw(path,
               R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]},)"
               R"("b":{"dtype":"F32","shape":[3],"data_offsets":[0,12]}})",
               16);
+    expect_open_error(path, {"tensor 'a' (data_offsets [8, 16]) overlaps tensor 'b' (data_offsets [0, 12])"});
     Result<SafetensorsFile> file = SafetensorsFile::open(path);
-    ASSERT_TRUE(file.ok()) << file.error().message;
-    const auto* base = static_cast<const unsigned char*>(file->find("b")->data);
-    EXPECT_EQ(static_cast<const unsigned char*>(file->find("a")->data), base + 8);
+    EXPECT_EQ(file.error().kind, ErrorKind::Corrupt);
+    EXPECT_EQ(file.error().subject, path);
+}
+
+TEST(Safetensors, RejectsGapsAndTrailingBytesInTheDataBuffer) {
+    std::string path = make_temp_dir("safetensors_gap") + "/t.safetensors";
+    write_raw(path,
+              R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+              R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+              12);
+    expect_open_error(path, {"gap: bytes [4, 8) before tensor 'b'"});
+    write_raw(path, R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 12);
+    expect_open_error(path, {"data buffer is 12 bytes but its tensors end at byte 4"});
 }
 
 TEST(Safetensors, RejectsMissingFile) {
@@ -163,7 +187,7 @@ TEST(Safetensors, RejectsHeaderSizeBeyondFile) {
 TEST(Safetensors, RejectsMalformedJsonHeader) {
     std::string path = make_temp_dir("safetensors_bad_json") + "/t.safetensors";
     write_raw(path, R"({"a":{"dtype":"F32",)", 0);
-    expect_open_error(path, {"malformed JSON header"});
+    expect_open_error(path, {"JSON header: malformed JSON"});
 }
 
 TEST(Safetensors, RejectsHeaderThatIsNotAnObject) {
@@ -205,6 +229,13 @@ TEST(Safetensors, RejectsOffsetsBeyondTheFile) {
     std::string path = make_temp_dir("safetensors_beyond") + "/t.safetensors";
     write_raw(path, R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[16,32]}})", 24);
     expect_open_error(path, {"'w'", "beyond the 24-byte data buffer"});
+}
+
+TEST(Safetensors, RejectsDeeplyNestedHeaderWithoutCrashing) {
+    std::string path = make_temp_dir("safetensors_deep") + "/t.safetensors";
+    write_raw(path, "{\"__metadata__\":" + std::string(100000, '[') + std::string(100000, ']') + "}", 0);
+    expect_open_error(path, {"JSON header: JSON nested deeper than 8 levels"});
+    EXPECT_EQ(SafetensorsFile::open(path).error().kind, ErrorKind::ResourceExhausted);
 }
 
 TEST(Safetensors, RejectsTruncatedFile) {

@@ -246,5 +246,55 @@ TEST(TokenizerErrors, MalformedConfigNamesTheConfigFile) {
         << result.error().message;
 }
 
+// Issue 10, item 11: a tokenizer.json nested 200,000 levels deep crashed the loader (SIGSEGV).
+TEST(TokenizerErrors, DeeplyNestedFileIsAnErrorNotACrash) {
+    const std::string dir = testing::make_temp_dir("tokenizer_deep");
+    for (const std::string& section : {std::string("normalizer"), std::string("model")}) {
+        const std::string path =
+            write_file(dir, "deep_" + section + ".json",
+                       "{\"" + section + "\": " + std::string(200000, '[') + std::string(200000, ']') + "}");
+        auto result = Tokenizer::from_file(path);
+        ASSERT_FALSE(result.ok());
+        EXPECT_EQ(result.error().message, path + ": JSON nested deeper than 64 levels");
+        EXPECT_EQ(result.error().kind, ErrorKind::ResourceExhausted);
+        EXPECT_EQ(result.error().subject, path);
+    }
+}
+
+TEST(TokenizerErrors, MergeNamingAMissingTokenIsCorrupt) {
+    const std::string dir = testing::make_temp_dir("tokenizer_bad_merge");
+    const std::string path = write_file(dir, "tokenizer.json",
+                                        R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2},)"
+                                        R"( "merges": ["a b", "a zz"]}})");
+    auto result = Tokenizer::from_file(path);
+    ASSERT_FALSE(result.ok());
+    EXPECT_EQ(result.error().message,
+              path + ": model.merges[1]: 'a' + 'zz' uses a token missing from the vocab");
+    EXPECT_EQ(result.error().kind, ErrorKind::Corrupt);
+    EXPECT_EQ(result.error().subject, path);
+}
+
+TEST(TokenizerErrors, AddedTokenIdOutOfRangeIsCorrupt) {
+    const std::string dir = testing::make_temp_dir("tokenizer_added_id");
+    const std::string model = R"("model": {"type": "BPE", "vocab": {"a": 0}, "merges": []})";
+    for (const std::string id : {"4294967296", "-1", "2147483647", "5000000"}) {
+        const std::string path =
+            write_file(dir, "tokenizer_" + id + ".json",
+                       "{" + model + R"(, "added_tokens": [{"id": )" + id + R"(, "content": "<x>"}]})");
+        auto result = Tokenizer::from_file(path);
+        ASSERT_FALSE(result.ok()) << id;
+        EXPECT_EQ(result.error().message,
+                  path + ": added token \"<x>\" has id " + id + ", out of range [0, 4194304)");
+        EXPECT_EQ(result.error().kind, ErrorKind::Corrupt);
+    }
+    const std::string vocab_path = write_file(
+        dir, "vocab_id.json", R"({"model": {"type": "BPE", "vocab": {"a": 2147483647}, "merges": []}})");
+    auto vocab = Tokenizer::from_file(vocab_path);
+    ASSERT_FALSE(vocab.ok());
+    EXPECT_NE(vocab.error().message.find("model.vocab: id 2147483647 of 'a' is out of range [0, 4194304)"),
+              std::string::npos)
+        << vocab.error().message;
+}
+
 }  // namespace
 }  // namespace lmrun

@@ -271,7 +271,7 @@ EngineConfig engine_config_for(const BenchArgs& args, const std::string& model_d
     config.quantization = args.quantization;
     config.unquantized_embeddings = args.unquantized_embeddings;
     config.runner.kv_cache_dtype = args.kv_cache_dtype;
-    config.num_threads = args.threads;
+    config.num_threads = capped_threads(args.threads);
     config.runner.max_num_batched_tokens = 2048;
     config.runner.kv_cache_memory_bytes = int64_t(args.kv_cache_memory_gib * double(1ll << 30));
     return config;
@@ -344,19 +344,24 @@ ModelRunnerConfig runner_config_for(const BenchArgs& args, const ModelConfig& co
 }
 
 int run_bench(const BenchArgs& args) {
-    configure_threads(args.threads);
+    for (const auto& [option, range] : {std::pair{"--offline-prompt-range", &args.offline_prompt_range},
+                                        std::pair{"--offline-output-range", &args.offline_output_range}}) {
+        if ((*range)[0] > (*range)[1])
+            return fail(make_error("{}: min {} is more than max {}", option, (*range)[0], (*range)[1]));
+    }
+    configure_threads(capped_threads(args.threads));
     OpProfiler::instance().set_enabled(args.profile);
     auto model_dir = prepare_model(args);
-    if (!model_dir.ok()) return log_error("{}", model_dir.error().message), 2;
+    if (!model_dir.ok()) return fail(model_dir.error());
     auto config = load_model_config(model_dir.value());
-    if (!config.ok()) return log_error("{}", config.error().message), 1;
+    if (!config.ok()) return fail(config.error());
     auto resolved_dtype = resolve_weight_dtype(args.dtype, config.value());
-    if (!resolved_dtype.ok()) return log_error("{}", resolved_dtype.error().message), 2;
+    if (!resolved_dtype.ok()) return fail(resolved_dtype.error());
     const DType dtype = resolved_dtype.value();
     auto kv_dtype = resolve_kv_cache_dtype(args.kv_cache_dtype, dtype);
-    if (!kv_dtype.ok()) return log_error("{}", kv_dtype.error().message), 2;
+    if (!kv_dtype.ok()) return fail(kv_dtype.error());
     auto quantization = parse_weight_quantization(args.quantization, args.unquantized_embeddings);
-    if (!quantization.ok()) return log_error("{}", quantization.error().message), 2;
+    if (!quantization.ok()) return fail(quantization.error());
 
     BenchContext bench{args, {}, model_cost(config.value(), dtype, kv_dtype.value()), {}};
     nlohmann::json json = {{"model", model_dir.value()},
@@ -374,10 +379,10 @@ int run_bench(const BenchArgs& args) {
     // so its resident memory is what a fresh `lmrun serve` would show.
     if (Status status = run_engine_workloads(bench, model_dir.value(), config.value(), dtype, json);
         !status.ok()) {
-        return log_error("{}", status.error().message), 1;
+        return fail(status.error());
     }
     auto model = CausalLM::load(model_dir.value(), config.value(), dtype, {}, quantization.value());
-    if (!model.ok()) return log_error("{}", model.error().message), 1;
+    if (!model.ok()) return fail(model.error());
     bench.cost.weight_bytes = double(model.value()->forward_weight_nbytes());  // what is really read
     const DType gemm_storage = model.value()->has_int8_weights() ? DType::I8 : DType::BF16;
     log_info("measuring this machine's limits ({} threads, {} kernels)", num_threads(),
@@ -402,7 +407,7 @@ int run_bench(const BenchArgs& args) {
     json["kv_bytes_per_token"] = bench.cost.kv_bytes_per_token;
     auto runner =
         ModelRunner::create(std::move(model).value(), runner_config_for(args, config.value(), bench.cost));
-    if (!runner.ok()) return log_error("{}", runner.error().message), 1;
+    if (!runner.ok()) return fail(runner.error());
     run_prefill_sweep(bench, *runner.value());
     std::vector<PlotPoint> points = run_decode_sweep(bench, *runner.value());
     run_context_sweep(bench, *runner.value());
@@ -413,7 +418,7 @@ int run_bench(const BenchArgs& args) {
         Status status = write_throughput_svg(
             args.plot_path, points,
             fmt::format("{} decode, {} threads", model_type_name(config->arch), num_threads()));
-        if (!status.ok()) return log_error("{}", status.error().message), 1;
+        if (!status.ok()) return fail(status.error());
     }
     return 0;
 }
@@ -427,7 +432,9 @@ CommandRunner add_bench_command(CLI::App& app) {
     command->add_option("--random", args->random_preset, "Benchmark a random-weight checkpoint: qwen3-0.6b");
     command->add_option("--random-dir", args->random_dir, "Where random checkpoints are written")
         ->capture_default_str();
-    command->add_option("--dtype", args->dtype, "auto, float32, bfloat16")->capture_default_str();
+    command->add_option("--dtype", args->dtype, "auto, float32, bfloat16")
+        ->check(CLI::IsMember({"auto", "float32", "bfloat16", "f32", "bf16"}))
+        ->capture_default_str();
     command->add_option("--quantization", args->quantization, "int8: W8A8 weights quantized at load")
         ->check(CLI::IsMember({"int8", "none"}));
     command->add_flag("--unquantized-embeddings", args->unquantized_embeddings,
@@ -437,44 +444,62 @@ CommandRunner add_bench_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--prompt-lens", args->prompt_lens, "Prefill prompt lengths")
         ->delimiter(',')
+        ->check(integer_range(1, int64_t(1) << 20))
         ->capture_default_str();
     command->add_option("--decode-batches", args->decode_batches, "Decode batch sizes")
         ->delimiter(',')
+        ->check(integer_range(1, 16384))
         ->capture_default_str();
     command->add_option("--decode-context", args->decode_context, "Context tokens per decoding sequence")
+        ->check(integer_range(1, int64_t(1) << 24))
         ->capture_default_str();
-    command->add_option("--decode-steps", args->decode_steps, "Timed decode steps")->capture_default_str();
+    command->add_option("--decode-steps", args->decode_steps, "Timed decode steps")
+        ->check(integer_range(1, int64_t(1) << 20))
+        ->capture_default_str();
     command->add_option("--context-sweep", args->context_sweep, "Decode contexts compared at --context-batch")
         ->delimiter(',')
+        ->check(integer_range(1, int64_t(1) << 24))
         ->capture_default_str();
     command->add_option("--context-batch", args->context_batch, "Batch of the context sweep")
+        ->check(integer_range(1, 16384))
         ->capture_default_str();
     command
         ->add_option("--engine-batch", args->engine_batch, "Engine overhead measured at this batch (0: skip)")
+        ->check(integer_range(0, 16384))
         ->capture_default_str();
     command->add_option("--repeats", args->repeats, "Runs per workload (median reported)")
+        ->check(integer_range(1, 1000))
         ->capture_default_str();
-    command->add_option("--threads", args->threads, "Compute threads (default: one per core)");
+    command
+        ->add_option("--threads", args->threads,
+                     "Compute threads (default: one per core; at most one per CPU)")
+        ->check(integer_range(0, INT32_MAX));
     command->add_option("--json", args->json_path, "Write the results as JSON");
     command->add_option("--plot", args->plot_path, "Write decode throughput vs batch size as SVG");
     command->add_flag("--profile", args->profile, "Print where each workload's step time goes, per op");
-    command->add_option("--offline", args->offline_requests,
-                        "Also run N offline requests (nano-vLLM bench.py shape)");
+    command
+        ->add_option("--offline", args->offline_requests,
+                     "Also run N offline requests (nano-vLLM bench.py shape)")
+        ->check(integer_range(0, int64_t(1) << 20));
     command->add_option("--offline-prompt-range", args->offline_prompt_range, "Min,max prompt tokens")
         ->delimiter(',')
+        ->check(integer_range(1, int64_t(1) << 20))
         ->expected(2)
         ->capture_default_str();
     command->add_option("--offline-output-range", args->offline_output_range, "Min,max output tokens")
         ->delimiter(',')
+        ->check(integer_range(1, int64_t(1) << 20))
         ->expected(2)
         ->capture_default_str();
     command
         ->add_option("--offline-max-num-seqs", args->offline_max_num_seqs,
                      "Running sequences in the offline run")
+        ->check(integer_range(1, 16384))
         ->capture_default_str();
     command
         ->add_option("--kv-cache-memory", args->kv_cache_memory_gib,
                      "KV cache GiB (at least what workloads need)")
+        ->check(finite_range(0, 1 << 20))
         ->capture_default_str();
     return [args] { return run_bench(*args); };
 }

@@ -2,12 +2,11 @@
 // appended to the history, rendered with the model's chat template and
 // answered with tokens streamed as they are generated.
 // Commands: /reset clears the history, /exit (or end of input) quits.
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "cli/cli_options.h"
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
 #include "core/logging.h"
 #include "engine/llm.h"
 
@@ -25,22 +24,25 @@ struct ChatArgs {
     bool disable_thinking = false;
 };
 
-Status install_template(LLM& llm, const ChatArgs& args) {
-    std::string source;
-    if (!args.chat_template_file.empty()) {
-        std::ifstream in(args.chat_template_file);
-        if (!in) return make_error("{}: cannot open chat template", args.chat_template_file);
-        std::stringstream buffer;
-        buffer << in.rdbuf();
-        source = buffer.str();
+// The template from --chat-template, else the tokenizer's (loaded by the LLM); plain turns when
+// neither has one. A chat needs a tokenizer: without one there is nothing to type.
+Status prepare_chat(LLM& llm, const ChatArgs& args) {
+    if (llm.engine().tokenizer() == nullptr) {
+        const std::string dir = args.engine.tokenizer.empty() ? args.engine.model : args.engine.tokenizer;
+        return with_subject(
+            make_error(ErrorKind::NotFound,
+                       "{}: no tokenizer.json; lmrun chat needs a tokenizer (pass --tokenizer DIR)", dir),
+            dir);
+    }
+    LMRUN_ASSIGN_OR_RETURN(std::optional<ChatTemplate> from_file,
+                           load_chat_template(args.chat_template_file, nullptr));
+    if (from_file) {
+        llm.set_chat_template(std::move(*from_file));
     } else if (!llm.has_chat_template()) {
         log_warn("the tokenizer has no chat_template; using plain text turns (pass --chat-template FILE)");
-        source = kPlainTemplate;
-    } else {
-        return ok_status();
+        LMRUN_ASSIGN_OR_RETURN(ChatTemplate plain, ChatTemplate::parse(kPlainTemplate));
+        llm.set_chat_template(std::move(plain));
     }
-    LMRUN_ASSIGN_OR_RETURN(ChatTemplate chat_template, ChatTemplate::parse(source));
-    llm.set_chat_template(std::move(chat_template));
     return ok_status();
 }
 
@@ -70,12 +72,10 @@ Result<std::string> answer(LLM& llm, const nlohmann::json& messages, const ChatA
 
 int run_chat(const ChatArgs& args) {
     auto params = args.sampling.to_params();
-    if (!params.ok()) return log_error("{}", params.error().message), 2;
+    if (!params.ok()) return fail(params.error());
     auto llm = LLM::create(args.engine.to_config());
-    if (!llm.ok()) return log_error("{}", llm.error().message), 1;
-    if (Status installed = install_template(**llm, args); !installed.ok()) {
-        return log_error("{}", installed.error().message), 2;
-    }
+    if (!llm.ok()) return fail(llm.error());
+    if (Status prepared = prepare_chat(**llm, args); !prepared.ok()) return fail(prepared.error());
     nlohmann::json messages = nlohmann::json::array();
     if (!args.system_prompt.empty())
         messages.push_back({{"role", "system"}, {"content", args.system_prompt}});
@@ -100,7 +100,7 @@ int run_chat(const ChatArgs& args) {
         }
         messages.push_back({{"role", "assistant"}, {"content", reply.value()}});
     }
-    return 0;
+    return kExitOk;
 }
 
 }  // namespace

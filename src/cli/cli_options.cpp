@@ -1,27 +1,123 @@
 #include "cli/cli_options.h"
 
+#include <sched.h>
+
 #include <charconv>
+#include <cmath>
+#include <cstdio>
+
+#include "cli/exit_codes.h"
+#include "core/logging.h"
 
 namespace lmrun::cli {
+namespace {
+
+// Sane upper limits of the engine's sizes; memory is checked against the machine later.
+constexpr int64_t kMaxBlockSize = 65536;
+constexpr int64_t kMaxNumSeqs = 16384;
+constexpr int64_t kMaxBatchedTokens = int64_t(1) << 22;
+
+}  // namespace
+
+CLI::Validator finite_range(double min, double max) {
+    const std::string description = fmt::format("FINITE in [{}, {}]", min, max);
+    return CLI::Validator(
+        [min, max](std::string& text) -> std::string {
+            double value = 0;
+            if (!CLI::detail::lexical_cast(text, value)) return fmt::format("{} is not a number", text);
+            if (!std::isfinite(value) || value < min || value > max)
+                return fmt::format("{} is not a finite number in [{}, {}]", text, min, max);
+            return std::string();
+        },
+        description);
+}
+
+CLI::Validator integer_range(int64_t min, int64_t max) {
+    const std::string bounds =
+        max == INT64_MAX ? fmt::format(">= {}", min) : fmt::format("in [{}, {}]", min, max);
+    return CLI::Validator(
+        [min, max, bounds](std::string& text) -> std::string {
+            // from_chars, not strtoll: an out-of-range number is an error, not INT64_MAX.
+            int64_t value = 0;
+            const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+            if (error != std::errc() || end != text.data() + text.size() || value < min || value > max)
+                return fmt::format("{} is not an integer {}", text, bounds);
+            return std::string();
+        },
+        "INT " + bounds);
+}
+
+CLI::Validator unsigned_integer() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            uint64_t value = 0;
+            const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+            if (error != std::errc() || end != text.data() + text.size())
+                return fmt::format("{} is not an integer in [0, {}]", text, UINT64_MAX);
+            return std::string();
+        },
+        "UINT64");
+}
+
+int capped_threads(int requested) {
+    cpu_set_t allowed;
+    int cpus = 1;
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) cpus = std::max(1, CPU_COUNT(&allowed));
+    if (requested <= 0) return 0;
+    if (requested <= cpus) return requested;
+    log_warn("--threads {} is more than the {} CPUs this process may use: using {}", requested, cpus, cpus);
+    return cpus;
+}
+
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv) {
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& help) {
+        return app.exit(help);
+    } catch (const CLI::CallForAllHelp& help) {
+        return app.exit(help);
+    } catch (const CLI::ParseError& error) {
+        if (error.get_exit_code() == 0) return app.exit(error);
+        // One line, one exit code for every usage error (CLI11's own codes are 100-120).
+        std::fprintf(stderr, "lmrun: %s (see --help)\n", error.what());
+        return int(kExitUsage);
+    }
+    return std::nullopt;
+}
+
+int fail(const Error& error) {
+    log_error("{}", error.message);
+    return exit_code_for(error);
+}
 
 void EngineOptions::add_to(CLI::App& app) {
     app.add_option("--model", model, "Hugging Face model folder (config.json + safetensors)")->required();
     app.add_option("--tokenizer", tokenizer, "Folder with tokenizer.json (default: the model folder)");
-    app.add_option("--dtype", dtype, "Weight dtype: auto, float32, bfloat16")->capture_default_str();
+    app.add_option("--dtype", dtype, "Weight dtype: auto, float32, bfloat16")
+        ->check(CLI::IsMember({"auto", "float32", "bfloat16", "f32", "bf16"}))
+        ->capture_default_str();
     app.add_option("--quantization", quantization,
                    "int8: quantize weights to int8 at load (W8A8, per-channel weights, per-token "
                    "activations); int8 compressed-tensors checkpoints are detected without it")
         ->check(CLI::IsMember({"int8", "none"}));
     app.add_flag("--unquantized-embeddings", unquantized_embeddings,
                  "With --quantization int8: keep the embedding table and LM head in --dtype");
-    app.add_option("--block-size", block_size, "Tokens per KV cache block")->capture_default_str();
-    app.add_option("--max-num-seqs", max_num_seqs, "Sequences running at once")->capture_default_str();
-    app.add_option("--max-num-batched-tokens", max_num_batched_tokens, "Tokens computed per step")
+    app.add_option("--block-size", block_size, "Tokens per KV cache block")
+        ->check(integer_range(1, kMaxBlockSize))
         ->capture_default_str();
-    app.add_option("--max-model-len", max_model_len, "Context length (default: the model's)");
+    app.add_option("--max-num-seqs", max_num_seqs, "Sequences running at once")
+        ->check(integer_range(1, kMaxNumSeqs))
+        ->capture_default_str();
+    app.add_option("--max-num-batched-tokens", max_num_batched_tokens, "Tokens computed per step")
+        ->check(integer_range(1, kMaxBatchedTokens))
+        ->capture_default_str();
+    app.add_option("--max-model-len", max_model_len, "Context length (default: the model's)")
+        ->check(integer_range(0));
     app.add_option("--kv-cache-memory", kv_cache_memory_gib,
-                   "KV cache size in GiB (default: a fraction of free RAM)");
+                   "KV cache size in GiB (default: a fraction of free RAM)")
+        ->check(finite_range(0, 1 << 20));
     app.add_option("--kv-cache-fraction", kv_cache_fraction, "Fraction of available RAM for the KV cache")
+        ->check(finite_range(0.001, 1))
         ->capture_default_str();
     app.add_option("--kv-cache-dtype", kv_cache_dtype,
                    "KV cache element: auto (the weight dtype), bfloat16, float32, int8, fp8_e4m3 (int8 "
@@ -30,8 +126,10 @@ void EngineOptions::add_to(CLI::App& app) {
         ->capture_default_str();
     app.add_flag("--no-prefix-caching", no_prefix_caching, "Disable prefix caching");
     app.add_flag("--no-chunked-prefill", no_chunked_prefill, "Disable chunked prefill");
-    app.add_option("--threads", threads, "Compute threads (default: one per core)");
-    app.add_option("--engine-seed", seed, "Seed for requests without their own seed");
+    app.add_option("--threads", threads, "Compute threads (default: one per core; at most one per CPU)")
+        ->check(integer_range(0, INT32_MAX));
+    app.add_option("--engine-seed", seed, "Seed for requests without their own seed")
+        ->check(unsigned_integer());
 }
 
 EngineConfig EngineOptions::to_config() const {
@@ -50,29 +148,42 @@ EngineConfig EngineOptions::to_config() const {
     config.runner.kv_cache_dtype = kv_cache_dtype;
     config.enable_prefix_caching = !no_prefix_caching;
     config.enable_chunked_prefill = !no_chunked_prefill;
-    config.num_threads = threads;
+    config.num_threads = capped_threads(threads);
     config.seed = seed;
     return config;
 }
 
 void SamplingOptions::add_to(CLI::App& app) {
     params.max_tokens = 128;
+    // Ranges as SamplingParams::validate() has them, checked here first so that a bad value is a
+    // usage error before any model is loaded.
     app.add_option("--max-tokens", params.max_tokens, "Maximum new tokens per completion")
+        ->check(integer_range(1))
         ->capture_default_str();
-    app.add_option("--min-tokens", params.min_tokens, "Minimum new tokens before EOS/stop tokens may end it");
-    app.add_option("--temperature", params.temperature, "0 = greedy")->capture_default_str();
-    app.add_option("--top-k", params.top_k, "Keep the k most likely tokens (0 = off)");
-    app.add_option("--top-p", params.top_p, "Nucleus sampling mass (1 = off)");
-    app.add_option("--min-p", params.min_p, "Drop tokens below min_p x the top probability");
-    app.add_option("--repetition-penalty", params.repetition_penalty, "HF repetition penalty (1 = off)");
-    app.add_option("--presence-penalty", params.presence_penalty, "OpenAI presence penalty");
-    app.add_option("--frequency-penalty", params.frequency_penalty, "OpenAI frequency penalty");
-    app.add_option("--seed", params.seed, "Per-request seed (reproducible sampling)");
+    app.add_option("--min-tokens", params.min_tokens, "Minimum new tokens before EOS/stop tokens may end it")
+        ->check(integer_range(0));
+    app.add_option("--temperature", params.temperature, "0 = greedy")
+        ->check(finite_range(0, 100))
+        ->capture_default_str();
+    app.add_option("--top-k", params.top_k, "Keep the k most likely tokens (0 = off)")
+        ->check(integer_range(-1, INT32_MAX));
+    app.add_option("--top-p", params.top_p, "Nucleus sampling mass (1 = off)")->check(finite_range(1e-9, 1));
+    app.add_option("--min-p", params.min_p, "Drop tokens below min_p x the top probability")
+        ->check(finite_range(0, 1));
+    app.add_option("--repetition-penalty", params.repetition_penalty, "HF repetition penalty (1 = off)")
+        ->check(finite_range(1e-9, 100));
+    app.add_option("--presence-penalty", params.presence_penalty, "OpenAI presence penalty")
+        ->check(finite_range(-2, 2));
+    app.add_option("--frequency-penalty", params.frequency_penalty, "OpenAI frequency penalty")
+        ->check(finite_range(-2, 2));
+    app.add_option("--seed", params.seed, "Per-request seed (reproducible sampling)")
+        ->check(unsigned_integer());
     app.add_option("--stop", params.stop, "Stop string (repeatable); not included in the output");
     app.add_option("--stop-token-ids", stop_token_ids, "Comma-separated token ids that end a completion");
     app.add_flag("--ignore-eos", params.ignore_eos, "Do not stop at the end-of-sequence token");
-    app.add_option("--n", params.n, "Completions per prompt");
-    app.add_option("--logprobs", params.logprobs, "Return the top-N log-probabilities of each token");
+    app.add_option("--n", params.n, "Completions per prompt")->check(integer_range(1, 128));
+    app.add_option("--logprobs", params.logprobs, "Return the top-N log-probabilities of each token")
+        ->check(integer_range(0, 20));
 }
 
 Result<std::vector<int32_t>> parse_id_list(const std::string& text, const std::string& option_name) {

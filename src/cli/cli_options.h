@@ -1,8 +1,10 @@
 // Command-line options shared by the lmrun subcommands: engine settings (model,
-// dtype, KV cache, batching) and sampling settings, bound to CLI11 and turned
-// into EngineConfig / SamplingParams.
+// dtype, KV cache, batching) and sampling settings, bound to CLI11 with validators
+// (a bad value is a one-line error and exit code 1) and turned into EngineConfig /
+// SamplingParams; plus parsing the command line and failing with an Error's exit code.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,5 +47,23 @@ struct SamplingOptions {
 };
 
 Result<std::vector<int32_t>> parse_id_list(const std::string& text, const std::string& option_name);
+
+// CLI11's Range lets NaN through (every comparison with it is false): this one accepts
+// only finite numbers in [min, max].
+CLI::Validator finite_range(double min, double max);
+// An integer in [min, max], with a message that says so ("-5 is not an integer >= 1").
+CLI::Validator integer_range(int64_t min, int64_t max = INT64_MAX);
+// Any unsigned 64-bit integer (a seed): CLI11 would wrap "-1" to 2^64 - 1.
+CLI::Validator unsigned_integer();
+// The compute threads to use for --threads `requested`: 0 means one per CPU this process
+// may run on; more than that is capped to it, with a warning saying so.
+int capped_threads(int requested);
+
+// Parses the command line into `app`. Returns the exit code when parsing ends the run:
+// 0 after --help, 1 (kExitUsage) with a one-line message for a bad option or value;
+// nullopt when the chosen subcommand should run.
+std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv);
+// Logs `error` on one line and returns its exit code (cli/exit_codes.h).
+int fail(const Error& error);
 
 }  // namespace lmrun::cli

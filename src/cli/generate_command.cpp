@@ -7,6 +7,8 @@
 
 #include "cli/cli_options.h"
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "core/json_io.h"
 #include "core/logging.h"
 #include "engine/llm.h"
 
@@ -31,23 +33,26 @@ Result<std::vector<Prompt>> read_prompts_file(const std::string& path) {
     std::string line;
     for (int line_number = 1; std::getline(in, line); ++line_number) {
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-        nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
-        if (record.is_discarded() || !record.is_object()) {
-            return make_error("{}:{}: not a JSON object", path, line_number);
-        }
+        const std::string where = fmt::format("{}:{}", path, line_number);
+        Result<nlohmann::json> parsed = parse_json(line, where, JsonLimits{16, size_t(64) << 20});
+        if (!parsed.ok()) return Error{parsed.error().message, ErrorKind::InvalidArgument, path};
+        const nlohmann::json& record = parsed.value();
+        if (!record.is_object()) return make_error("{}: not a JSON object", where);
         if (record.contains("prompt") && record["prompt"].is_string()) {
             prompts.push_back(Prompt::from_text(record["prompt"]));
         } else if (record.contains("prompt_ids") && record["prompt_ids"].is_array()) {
             std::vector<int32_t> ids;
             for (const auto& id : record["prompt_ids"]) {
-                if (!id.is_number_integer())
-                    return make_error("{}:{}: prompt_ids must be integers", path, line_number);
-                ids.push_back(id.get<int32_t>());
+                // Checked as 64-bit: get<int32_t>() would wrap 4294967297 to a valid id.
+                if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX ||
+                    (id.is_number_unsigned() && id.get<uint64_t>() > uint64_t(INT32_MAX)))
+                    return make_error("{}: prompt_ids must be non-negative 32-bit integers, got {}", where,
+                                      id.dump());
+                ids.push_back(int32_t(id.get<int64_t>()));
             }
             prompts.push_back(Prompt::from_ids(std::move(ids)));
         } else {
-            return make_error("{}:{}: needs a \"prompt\" string or a \"prompt_ids\" array", path,
-                              line_number);
+            return make_error("{}: needs a \"prompt\" string or a \"prompt_ids\" array", where);
         }
     }
     return prompts;
@@ -76,7 +81,7 @@ void print_output(const RequestOutput& output, bool json_output, bool several) {
                 {"index", completion.index},
                 {"text", completion.text},
                 {"token_ids", completion.token_ids},
-                {"finish_reason", finish_reason_name(completion.finish_reason)},
+                {"finish_reason", to_string(completion.finish_reason)},
                 {"num_prompt_tokens", output.metrics.num_prompt_tokens},
                 {"time_to_first_token_s", output.metrics.first_token_time - output.metrics.arrival_time},
                 {"total_time_s", output.metrics.finished_time - output.metrics.arrival_time}};
@@ -86,7 +91,7 @@ void print_output(const RequestOutput& output, bool json_output, bool several) {
         }
         if (several || output.outputs.size() > 1) {
             std::cout << "--- " << output.request_id << " [" << completion.index << "] ("
-                      << finish_reason_name(completion.finish_reason) << ")\n";
+                      << to_string(completion.finish_reason) << ")\n";
         }
         if (!completion.error_message.empty()) std::cout << "error: " << completion.error_message << "\n";
         std::cout << completion.text << "\n";
@@ -95,18 +100,18 @@ void print_output(const RequestOutput& output, bool json_output, bool several) {
 
 int run_generate(const GenerateArgs& args) {
     auto prompts = collect_prompts(args);
-    if (!prompts.ok()) return log_error("{}", prompts.error().message), 2;
+    if (!prompts.ok()) return fail(prompts.error());
     auto params = args.sampling.to_params();
-    if (!params.ok()) return log_error("{}", params.error().message), 2;
+    if (!params.ok()) return fail(params.error());
     auto llm = LLM::create(args.engine.to_config());
-    if (!llm.ok()) return log_error("{}", llm.error().message), 1;
+    if (!llm.ok()) return fail(llm.error());
     GenerateOptions options;
     options.show_progress = !args.no_progress;
     auto outputs = llm.value()->generate(prompts.value(), params.value(), options);
-    if (!outputs.ok()) return log_error("{}", outputs.error().message), 2;
+    if (!outputs.ok()) return fail(outputs.error());
     for (const RequestOutput& output : outputs.value())
         print_output(output, args.json_output, outputs->size() > 1);
-    return 0;
+    return kExitOk;
 }
 
 }  // namespace

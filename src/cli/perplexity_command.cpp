@@ -11,7 +11,6 @@
 #include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
-#include "core/logging.h"
 #include "core/parallel.h"
 #include "core/timer.h"
 #include "engine/perplexity.h"
@@ -19,6 +18,9 @@
 
 namespace lmrun::cli {
 namespace {
+
+// Far above any model's context; keeps the window's KV sizing arithmetic far from overflow.
+constexpr int64_t kMaxWindowTokens = int64_t(1) << 24;
 
 struct PerplexityArgs {
     EngineOptions engine;
@@ -66,7 +68,6 @@ Result<std::unique_ptr<ModelRunner>> load_runner(const EngineConfig& engine, int
 int run_perplexity(const PerplexityArgs& args) {
     EngineConfig engine = args.engine.to_config();
     configure_threads(engine.num_threads);
-    auto fail = [](const Error& error) { return log_error("{}", error.message), exit_code_for(error); };
     auto text = read_text(args.text_path);
     if (!text.ok()) return fail(text.error());
     const std::string tokenizer_dir = engine.tokenizer_dir.empty() ? engine.model_dir : engine.tokenizer_dir;
@@ -125,9 +126,12 @@ CommandRunner add_perplexity_command(CLI::App& app) {
     args->engine.add_to(*command);
     command->add_option("--text", args->text_path, "Text file to score")->required();
     command->add_option("--context", args->context, "Tokens per window (capped at the model length)")
+        ->check(integer_range(2, kMaxWindowTokens))
         ->capture_default_str();
-    command->add_option("--stride", args->stride, "Tokens between window starts (default: context / 2)");
-    command->add_option("--max-text-tokens", args->max_tokens, "Score only the first N tokens of the text");
+    command->add_option("--stride", args->stride, "Tokens between window starts (default: context / 2)")
+        ->check(integer_range(0, kMaxWindowTokens));
+    command->add_option("--max-text-tokens", args->max_tokens, "Score only the first N tokens of the text")
+        ->check(integer_range(0));
     command->add_flag("--json", args->json_output, "Print the result as one JSON object");
     return [args] { return run_perplexity(*args); };
 }

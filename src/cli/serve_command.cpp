@@ -6,8 +6,6 @@
 // cannot be loaded. Logs "listening on http://HOST:PORT" once it accepts requests.
 #include <csignal>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include <pthread.h>
@@ -32,14 +30,6 @@ struct ServeArgs {
     int64_t max_request_body_mb = 64;
     CLI::Option* max_connections_option = nullptr;  // tells whether --max-connections was given
 };
-
-// A number within [min, max]; written as !(min <= x <= max) so NaN fails too.
-template <typename T>
-Status check_range(const char* option, T value, T min, T max) {
-    if (!(value >= min && value <= max))
-        return make_error("{} must be in [{}, {}], got {}", option, min, max, value);
-    return ok_status();
-}
 
 // The soft limit on open files is raised to the hard one (each connection is a socket); the
 // connection limit must fit in it, with room for the model's files and the engine. A limit
@@ -67,17 +57,8 @@ Status fit_connections_to_file_limit(int& max_connections, bool given) {
     return ok_status();
 }
 
+// The ranges are checked while parsing (add_serve_command); this derives what they imply.
 Status check_serve_args(ServeArgs& args) {
-    LMRUN_RETURN_IF_ERROR(check_range("--port", args.http.port, 0, 65535));
-    LMRUN_RETURN_IF_ERROR(check_range("--http-threads", args.http.http_threads, 1, 1024));
-    LMRUN_RETURN_IF_ERROR(
-        check_range("--max-queued-requests", args.max_queued_requests, int64_t(0), int64_t(1) << 20));
-    LMRUN_RETURN_IF_ERROR(
-        check_range("--max-request-body-mb", args.max_request_body_mb, int64_t(1), int64_t(4096)));
-    LMRUN_RETURN_IF_ERROR(check_range("--max-connections", args.http.max_connections, 1, 1 << 20));
-    LMRUN_RETURN_IF_ERROR(check_range("--idle-timeout", args.http.idle_timeout_seconds, 1, 86400));
-    LMRUN_RETURN_IF_ERROR(check_range("--request-timeout", args.http.request_timeout_seconds, 0.1, 86400.0));
-    LMRUN_RETURN_IF_ERROR(check_range("--shutdown-timeout", args.shutdown_timeout_seconds, 0.0, 86400.0));
     args.http.max_request_body_bytes = size_t(args.max_request_body_mb) << 20;
     return fit_connections_to_file_limit(args.http.max_connections, args.max_connections_option->count() > 0);
 }
@@ -88,30 +69,21 @@ std::string default_model_name(const std::string& model_dir) {
     return path.filename().string();
 }
 
-Result<std::optional<ChatTemplate>> load_chat_template(const ServeArgs& args, const Tokenizer* tokenizer) {
-    if (!args.chat_template_file.empty()) {
-        std::ifstream in(args.chat_template_file);
-        if (!in) return make_error("{}: cannot open chat template", args.chat_template_file);
-        std::stringstream source;
-        source << in.rdbuf();
-        LMRUN_ASSIGN_OR_RETURN(ChatTemplate chat_template, ChatTemplate::parse(source.str()));
-        return std::optional<ChatTemplate>(std::move(chat_template));
-    }
-    if (!tokenizer || !tokenizer->tokenizer_config().contains("chat_template")) {
-        log_warn("no chat template: /v1/chat/completions answers 400 (pass --chat-template FILE)");
-        return std::optional<ChatTemplate>();
-    }
+Result<std::optional<ChatTemplate>> load_served_chat_template(const ServeArgs& args,
+                                                              const Tokenizer* tokenizer) {
     LMRUN_ASSIGN_OR_RETURN(
-        ChatTemplate chat_template,
-        ChatTemplate::from_tokenizer_config(tokenizer->tokenizer_config(), "tokenizer_config.json"));
-    return std::optional<ChatTemplate>(std::move(chat_template));
+        std::optional<ChatTemplate> chat_template,
+        load_chat_template(args.chat_template_file, tokenizer ? &tokenizer->tokenizer_config() : nullptr));
+    if (!chat_template)
+        log_warn("no chat template: /v1/chat/completions answers 400 (pass --chat-template FILE)");
+    return chat_template;
 }
 
 // SIGINT/SIGTERM are blocked in every thread and taken here, where a shutdown may block.
 // `drained` tells whether every in-flight request finished before the deadline.
 void watch_signals(const sigset_t& signals, const std::atomic<bool>& serving, server::HttpServer& http,
                    double timeout_seconds, bool& drained) {
-    const timespec poll = {0, 200 * 1000 * 1000};
+    const timespec poll = {0, 200'000'000};  // 200 ms
     while (serving) {
         int signal = sigtimedwait(&signals, nullptr, &poll);
         if (signal < 0) continue;
@@ -134,7 +106,7 @@ int run_serve(ServeArgs& args) {
 
     auto engine = LLMEngine::create(args.engine.to_config());
     if (!engine.ok()) return log_error("{}", engine.error().message), exit_code_for(engine.error());
-    auto chat_template = load_chat_template(args, engine.value()->tokenizer());
+    auto chat_template = load_served_chat_template(args, engine.value()->tokenizer());
     if (!chat_template.ok()) return log_error("{}", chat_template.error().message), kExitModel;
     server::ModelInfo info;
     info.served_name =
@@ -183,7 +155,9 @@ CommandRunner add_serve_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand("serve", "Serve an OpenAI-compatible HTTP API");
     args->engine.add_to(*command);
     command->add_option("--host", args->http.host, "Address to listen on")->capture_default_str();
-    command->add_option("--port", args->http.port, "Port (0 = any free port)")->capture_default_str();
+    command->add_option("--port", args->http.port, "Port (0 = any free port)")
+        ->check(integer_range(0, 65535))
+        ->capture_default_str();
     command->add_option("--served-model-name", args->served_model_name,
                         "Model name clients use (default: folder name)");
     command->add_option(
@@ -194,28 +168,34 @@ CommandRunner add_serve_command(CLI::App& app) {
     command
         ->add_option("--max-queued-requests", args->max_queued_requests,
                      "Sequences admitted beyond --max-num-seqs; more get 429")
+        ->check(integer_range(0, int64_t(1) << 20))
         ->capture_default_str();
     command
         ->add_option("--http-threads", args->http.http_threads,
                      "Worker threads that parse, tokenize and build responses (connections need none)")
+        ->check(integer_range(1, 1024))
         ->capture_default_str();
     args->max_connections_option =
         command
             ->add_option("--max-connections", args->http.max_connections,
                          "Open connections at most; more wait in the listen backlog")
+            ->check(integer_range(1, 1 << 20))
             ->capture_default_str();
     command
         ->add_option("--max-request-body-mb", args->max_request_body_mb,
                      "Largest request body in MiB (chunked or not); larger gets 413")
+        ->check(integer_range(1, 4096))
         ->capture_default_str();
     command
         ->add_option(
             "--request-timeout", args->http.request_timeout_seconds,
             "Seconds a client has to send a whole request (headers and body); slower ones are dropped")
+        ->check(finite_range(0.1, 86400))
         ->capture_default_str();
     command
         ->add_option("--idle-timeout", args->http.idle_timeout_seconds,
                      "Seconds without a byte either way before a connection is closed")
+        ->check(integer_range(1, 86400))
         ->capture_default_str();
     command->add_option("--chat-template", args->chat_template_file,
                         "Jinja chat template file (default: the tokenizer's)");
@@ -223,6 +203,7 @@ CommandRunner add_serve_command(CLI::App& app) {
         ->add_option("--shutdown-timeout", args->shutdown_timeout_seconds,
                      "Seconds in-flight requests may take to finish on SIGINT/SIGTERM; then they are "
                      "aborted and the exit code is 4")
+        ->check(finite_range(0, 86400))
         ->capture_default_str();
     return [args] { return run_serve(*args); };
 }

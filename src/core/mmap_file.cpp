@@ -12,11 +12,13 @@ namespace lmrun {
 
 Result<std::shared_ptr<MmapFile>> MmapFile::open(const std::string& path) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return make_error("{}: cannot open: {}", path, std::strerror(errno));
+    if (fd < 0)
+        return with_subject(
+            make_error(ErrorKind::NotFound, "{}: cannot open: {}", path, std::strerror(errno)), path);
     struct stat info {};
     if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
         ::close(fd);
-        return make_error("{}: not a regular file", path);
+        return with_subject(make_error(ErrorKind::NotFound, "{}: not a regular file", path), path);
     }
     std::shared_ptr<MmapFile> file(new MmapFile());
     file->path_ = path;
@@ -25,7 +27,9 @@ Result<std::shared_ptr<MmapFile>> MmapFile::open(const std::string& path) {
         void* mapped = mmap(nullptr, file->size_bytes_, PROT_READ, MAP_PRIVATE, fd, 0);
         if (mapped == MAP_FAILED) {
             ::close(fd);
-            return make_error("{}: mmap failed: {}", path, std::strerror(errno));
+            return with_subject(
+                make_error(ErrorKind::ResourceExhausted, "{}: mmap failed: {}", path, std::strerror(errno)),
+                path);
         }
         file->data_ = static_cast<const unsigned char*>(mapped);
     }

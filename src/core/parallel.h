@@ -9,7 +9,8 @@
 
 namespace lmrun {
 
-// Sets the number of threads (0 = one per available core) and binds them to cores.
+// Sets the number of threads (0 = one per available core; more than the available cores
+// are capped to them) and binds them to cores.
 void configure_threads(int num_threads);
 int num_threads();
 

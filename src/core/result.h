@@ -98,10 +98,14 @@ inline Status ok_status() {
 #define LMRUN_CONCAT(a, b) LMRUN_CONCAT_INNER(a, b)
 #define LMRUN_ASSIGN_OR_RETURN(lhs, expr) \
     LMRUN_ASSIGN_OR_RETURN_IMPL(LMRUN_CONCAT(result_, __LINE__), lhs, expr)
+// tmp names the variable being declared and lhs may be a declaration ("Config config"):
+// neither can be parenthesized.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define LMRUN_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
     auto tmp = (expr);                              \
     if (!tmp.ok()) return tmp.error();              \
     lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
 #define LMRUN_RETURN_IF_ERROR(expr)                \
     do {                                           \
         auto status_ = (expr);                     \

@@ -129,7 +129,6 @@ void BlockManager::cache_computed_blocks(Sequence& seq) {
     for (int64_t i = seq.num_hashed_blocks; i < num_full_blocks; ++i) {
         const int32_t block_id = seq.block_table[static_cast<size_t>(i)];
         Block& block = blocks_[static_cast<size_t>(block_id)];
-        if (block.has_hash) continue;  // shared through fork and already registered by its owner
         const uint64_t prefix_hash =
             i == 0 ? kFirstPrefixHash
                    : blocks_[static_cast<size_t>(seq.block_table[static_cast<size_t>(i - 1)])].hash;
@@ -153,27 +152,6 @@ void BlockManager::deallocate(Sequence& seq) {
     seq.block_table.clear();
     seq.num_computed_tokens = 0;
     seq.num_hashed_blocks = 0;
-}
-
-void BlockManager::fork(const Sequence& parent, Sequence& child) {
-    LMRUN_CHECK(child.block_table.empty() && child.num_computed_tokens == 0,
-                "fork into a sequence with blocks");
-    // Like match_prefix, leave the child at least one token to compute so it has logits.
-    const int64_t num_shared_blocks =
-        std::min(parent.num_computed_tokens, std::max<int64_t>(child.num_tokens() - 1, 0)) / block_size_;
-    const int64_t num_shared_tokens = num_shared_blocks * block_size_;
-    LMRUN_CHECK(child.num_tokens() >= num_shared_tokens &&
-                    std::equal(parent.token_ids.begin(), parent.token_ids.begin() + num_shared_tokens,
-                               child.token_ids.begin()),
-                "fork child does not start with the parent's computed tokens");
-    for (int64_t i = 0; i < num_shared_blocks; ++i) {
-        const int32_t block_id = parent.block_table[static_cast<size_t>(i)];
-        take_cached(block_id);
-        child.block_table.push_back(block_id);
-    }
-    child.num_computed_tokens = num_shared_tokens;
-    child.num_cached_tokens = num_shared_tokens;
-    child.num_hashed_blocks = std::min(parent.num_hashed_blocks, num_shared_blocks);
 }
 
 void BlockManager::take_cached(int32_t block_id) {

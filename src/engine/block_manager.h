@@ -69,10 +69,6 @@ class BlockManager {
     // Releases seq's blocks (they stay cached until reused); num_computed_tokens = 0.
     void deallocate(Sequence& seq);
 
-    // n > 1: child (same leading tokens, no blocks) shares the parent's full
-    // computed blocks (ref++) and recomputes the rest (at least its last token).
-    void fork(const Sequence& parent, Sequence& child);
-
     int64_t num_free_blocks() const { return num_free_blocks_; }
     int64_t num_blocks() const { return static_cast<int64_t>(blocks_.size()); }
     int64_t block_size() const { return block_size_; }

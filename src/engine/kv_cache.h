@@ -1,8 +1,9 @@
 // The paged KV cache: ONE arena laid out [2, layers, num_blocks, block_size,
 // kv_heads, head_dim] (K then V), allocated once and never grown; int8 / fp8 caches
 // follow it with their scales, [2, layers, num_blocks, block_size, kv_heads] F32 (one
-// per token and KV head, kernels/attention.h). Pages are mapped lazily by the OS, so a
-// large budget costs memory only as it fills.
+// per token and KV head, kernels/attention.h). The arena is advised onto huge pages
+// and every page is touched at creation, so the whole budget is resident from start-up
+// and no step pays a page fault for a fresh block.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,7 @@
 #include "engine/llm.h"
 
+#include <unordered_map>
+
 #include "engine/progress_bar.h"
 
 namespace lmrun {
@@ -8,12 +10,8 @@ Result<std::unique_ptr<LLM>> LLM::create(const EngineConfig& config) {
     std::unique_ptr<LLM> llm(new LLM());
     LMRUN_ASSIGN_OR_RETURN(llm->engine_, LLMEngine::create(config));
     const Tokenizer* tokenizer = llm->engine_->tokenizer();
-    if (tokenizer && tokenizer->tokenizer_config().contains("chat_template")) {
-        LMRUN_ASSIGN_OR_RETURN(
-            ChatTemplate chat_template,
-            ChatTemplate::from_tokenizer_config(tokenizer->tokenizer_config(), "tokenizer_config.json"));
-        llm->chat_template_ = std::move(chat_template);
-    }
+    LMRUN_ASSIGN_OR_RETURN(llm->chat_template_,
+                           load_chat_template("", tokenizer ? &tokenizer->tokenizer_config() : nullptr));
     return llm;
 }
 
@@ -21,8 +19,10 @@ Result<std::vector<int32_t>> LLM::encode_prompt(const Prompt& prompt, bool add_s
     if (!prompt.token_ids.empty()) return prompt.token_ids;
     const Tokenizer* tokenizer = engine_->tokenizer();
     if (!tokenizer)
-        return make_error("{}: the model has no tokenizer.json; give prompts as token ids",
-                          engine_->config().model_dir);
+        return with_subject(
+            make_error(ErrorKind::NotFound, "{}: the model has no tokenizer.json; give prompts as token ids",
+                       engine_->config().model_dir),
+            engine_->config().model_dir);
     return tokenizer->encode(prompt.text, add_special_tokens);
 }
 
@@ -33,15 +33,10 @@ Result<std::string> LLM::render_chat(const nlohmann::json& messages,
                           engine_->config().model_dir);
     }
     const Tokenizer* tokenizer = engine_->tokenizer();
-    auto token_string = [&](const char* key) {
-        const nlohmann::json& config = tokenizer->tokenizer_config();
-        if (!config.contains(key)) return std::string();
-        const nlohmann::json& value = config[key];
-        if (value.is_string()) return value.get<std::string>();
-        if (value.is_object() && value.contains("content")) return value["content"].get<std::string>();
-        return std::string();
-    };
-    return chat_template_->apply(messages, options, token_string("bos_token"), token_string("eos_token"));
+    if (!tokenizer) {
+        return make_error("{}: the model has no tokenizer.json, so no chat", engine_->config().model_dir);
+    }
+    return chat_template_->apply(messages, options, tokenizer->bos_token(), tokenizer->eos_token());
 }
 
 Result<std::vector<RequestOutput>> LLM::generate(const std::vector<Prompt>& prompts,
@@ -59,17 +54,22 @@ Result<std::vector<RequestOutput>> LLM::generate(const std::vector<Prompt>& prom
     for (size_t i = 0; i < prompts.size(); ++i) {
         LMRUN_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
                                encode_prompt(prompts[i], options.add_special_tokens));
-        if (Status valid = params[i].validate(); !valid.ok()) {
+        if (Status valid = engine_->validate_request(ids, params[i]); !valid.ok()) {
             return make_error("prompt {}: {}", i, valid.error().message);
         }
         encoded.push_back(std::move(ids));
     }
-    static int64_t next_batch = 0;
-    const std::string prefix = "offline-" + std::to_string(next_batch++) + "-";
+    // Prompt i is served by request_ids[i]; outputs come back in the order requests finish.
+    std::vector<std::string> request_ids;
+    std::unordered_map<std::string, size_t> prompt_of_request;
     for (size_t i = 0; i < prompts.size(); ++i) {
-        if (Status added = engine_->add_request(prefix + std::to_string(i), std::move(encoded[i]), params[i]);
+        request_ids.push_back("offline-" + std::to_string(next_request_id_++));
+        prompt_of_request[request_ids.back()] = i;
+    }
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        if (Status added = engine_->add_request(request_ids[i], std::move(encoded[i]), params[i]);
             !added.ok()) {
-            for (size_t j = 0; j < i; ++j) engine_->abort_request(prefix + std::to_string(j));
+            for (size_t j = 0; j < i; ++j) engine_->abort_request(request_ids[j]);
             return make_error("prompt {}: {}", i, added.error().message);
         }
     }
@@ -78,7 +78,9 @@ Result<std::vector<RequestOutput>> LLM::generate(const std::vector<Prompt>& prom
     int64_t done = 0, prompt_tokens = 0, generation_tokens = 0;
     while (engine_->has_unfinished_requests()) {
         for (RequestOutput& output : engine_->step()) {
-            size_t index = std::stoul(output.request_id.substr(prefix.size()));
+            auto found = prompt_of_request.find(output.request_id);
+            if (found == prompt_of_request.end()) continue;  // not one of these prompts
+            const size_t index = found->second;
             prompt_tokens += output.metrics.num_prompt_tokens;
             for (const auto& completion : output.outputs)
                 generation_tokens += int64_t(completion.token_ids.size());

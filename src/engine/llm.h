@@ -1,9 +1,19 @@
-// The offline API, as vLLM's LLM class presents it:
-//   auto llm = LLM::create(model_dir, options);
-//   auto outputs = llm->generate({Prompt::text("Once upon a time")}, params);
-// Prompts are text, token ids, or chat conversations (rendered with the model's
-// chat template). generate() runs the engine until every request finished and
-// shows a progress bar on stderr.
+// The offline API, as vLLM's LLM class presents it. Prompts are text, token ids, or chat
+// conversations (rendered with the model's chat template). generate() runs the engine until
+// every request finished and shows a progress bar on stderr. In a function that returns a
+// Result (tests/llm_usage_test.cpp compiles and runs the lines between the markers):
+// usage-begin
+//   EngineConfig config;
+//   config.model_dir = model_dir;  // a Hugging Face checkpoint folder
+//   auto llm = LLM::create(config);
+//   if (!llm.ok()) return llm.error();
+//   SamplingParams params;
+//   params.temperature = 0;  // greedy
+//   params.max_tokens = 32;
+//   auto outputs = llm.value()->generate({Prompt::from_text("Once upon a time")}, params);
+//   if (!outputs.ok()) return outputs.error();
+//   std::string text = outputs.value()[0].outputs[0].text;  // prompt 0, completion 0
+// usage-end
 #pragma once
 
 #include <memory>
@@ -33,7 +43,7 @@ class LLM {
   public:
     static Result<std::unique_ptr<LLM>> create(const EngineConfig& config);
 
-    // One SamplingParams for all prompts, or one per prompt.
+    // One SamplingParams for all prompts, or one per prompt; outputs[i] answers prompts[i].
     Result<std::vector<RequestOutput>> generate(const std::vector<Prompt>& prompts,
                                                 const SamplingParams& params,
                                                 const GenerateOptions& options = {});
@@ -60,6 +70,7 @@ class LLM {
   private:
     std::unique_ptr<LLMEngine> engine_;
     std::optional<ChatTemplate> chat_template_;
+    int64_t next_request_id_ = 0;  // engine request ids "offline-<n>", unique over this LLM's life
 };
 
 }  // namespace lmrun

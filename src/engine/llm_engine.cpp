@@ -2,28 +2,14 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "core/logging.h"
 #include "core/parallel.h"
 #include "core/timer.h"
+#include "engine/prompt_check.h"
 
 namespace lmrun {
-
-const char* finish_reason_name(FinishReason reason) {
-    switch (reason) {
-        case FinishReason::None:
-            return "";
-        case FinishReason::Stop:
-            return "stop";
-        case FinishReason::Length:
-            return "length";
-        case FinishReason::Abort:
-            return "abort";
-        case FinishReason::Error:
-            return "error";
-    }
-    return "";
-}
 
 Result<DType> resolve_weight_dtype(const std::string& dtype, const ModelConfig& model_config) {
     if (dtype == "float32" || dtype == "f32") return DType::F32;
@@ -56,7 +42,8 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(const EngineConfig& config)
     if (std::filesystem::exists(tokenizer_dir + "/tokenizer.json")) {
         LMRUN_ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::from_dir(tokenizer_dir));
     } else if (!config.tokenizer_dir.empty()) {
-        return make_error("{}: no tokenizer.json", tokenizer_dir);
+        return with_subject(make_error(ErrorKind::NotFound, "{}: no tokenizer.json", tokenizer_dir),
+                            tokenizer_dir);
     }
     Stopwatch load_timer;
     LMRUN_ASSIGN_OR_RETURN(std::unique_ptr<CausalLM> model,
@@ -71,10 +58,11 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(const EngineConfig& config)
         engine->runner_->num_kv_blocks(), runner_config.block_size, config.enable_prefix_caching,
         config.block_hash_fn ? config.block_hash_fn : &default_block_hash);
     engine->eos_token_ids_ = model_config.eos_token_ids;
-    if (engine->tokenizer_ && engine->tokenizer_->eos_token_id() &&
-        std::count(engine->eos_token_ids_.begin(), engine->eos_token_ids_.end(),
-                   *engine->tokenizer_->eos_token_id()) == 0) {
-        engine->eos_token_ids_.push_back(*engine->tokenizer_->eos_token_id());
+    const std::optional<int32_t> tokenizer_eos =
+        engine->tokenizer_ ? engine->tokenizer_->eos_token_id() : std::nullopt;
+    if (tokenizer_eos &&
+        std::count(engine->eos_token_ids_.begin(), engine->eos_token_ids_.end(), *tokenizer_eos) == 0) {
+        engine->eos_token_ids_.push_back(*tokenizer_eos);
     }
     SchedulerConfig scheduler_config;
     scheduler_config.max_num_seqs = runner_config.max_num_seqs;
@@ -91,18 +79,9 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(const EngineConfig& config)
 Status LLMEngine::validate_request(const std::vector<int32_t>& prompt_ids,
                                    const SamplingParams& params) const {
     LMRUN_RETURN_IF_ERROR(params.validate());
-    if (prompt_ids.empty()) return make_error("prompt must not be empty");
-    const int64_t vocab = model_config().vocab_size;
-    for (int32_t id : prompt_ids) {
-        if (id < 0 || id >= vocab)
-            return make_error("prompt token id {} is outside the vocabulary [0, {})", id, vocab);
-    }
-    if (int64_t(prompt_ids.size()) >= max_model_len()) {
-        return make_error(
-            "prompt has {} tokens but the maximum context length is {} (prompt + at least 1 new token)",
-            prompt_ids.size(), max_model_len());
-    }
-    return ok_status();
+    LMRUN_RETURN_IF_ERROR(check_prompt_ids(prompt_ids, model_config().vocab_size, max_model_len()));
+    // Fits the KV cache (and the step budget without chunked prefill).
+    return scheduler_->check_prompt(int64_t(prompt_ids.size()));
 }
 
 Status LLMEngine::add_request(const std::string& request_id, std::vector<int32_t> prompt_ids,
@@ -117,35 +96,27 @@ Status LLMEngine::add_request(const std::string& request_id, std::vector<int32_t
     request->metrics.num_prompt_tokens = int64_t(prompt_ids.size());
     request->prompt_ids = std::move(prompt_ids);
     const uint64_t base_seed = params.seed ? *params.seed : mix_seed(config_.seed, uint64_t(next_seq_id_));
-    request->outputs.resize(size_t(params.n));
+    request->completions.resize(size_t(params.n));
     for (int32_t index = 0; index < params.n; ++index) {
-        request->seeds.push_back(index == 0 ? base_seed : mix_seed(base_seed, uint64_t(index)));
-        request->outputs[index].index = index;
+        Completion& completion = request->completions[size_t(index)];
+        completion.request = request.get();
+        completion.output.index = index;
+        completion.seed = index == 0 ? base_seed : mix_seed(base_seed, uint64_t(index));
     }
     // The first completion runs alone until its prompt is computed; the others then reuse its cached blocks.
-    auto seq =
-        std::make_shared<Sequence>(next_seq_id_, request->prompt_ids, params, request->metrics.arrival_time);
-    LMRUN_RETURN_IF_ERROR(scheduler_->check_prompt(*seq));  // fits the KV cache and the step budget
-    ++next_seq_id_;
-    request->seqs.push_back(seq);
-    request->processors.push_back(
-        std::make_unique<OutputProcessor>(tokenizer_.get(), params, request->prompt_ids));
-    request_of_seq_[seq->seq_id] = request.get();
-    scheduler_->add(seq);
+    start_completion(request->completions[0]);
     requests_[request_id] = std::move(request);
     return ok_status();
 }
 
-void LLMEngine::add_children(Request& request) {
-    for (int32_t index = 1; index < request.params.n; ++index) {
-        auto child = std::make_shared<Sequence>(next_seq_id_++, request.prompt_ids, request.params,
+void LLMEngine::start_completion(Completion& completion) {
+    const Request& request = *completion.request;
+    completion.seq = std::make_shared<Sequence>(next_seq_id_++, request.prompt_ids, request.params,
                                                 request.metrics.arrival_time);
-        request.seqs.push_back(child);
-        request.processors.push_back(
-            std::make_unique<OutputProcessor>(tokenizer_.get(), request.params, request.prompt_ids));
-        request_of_seq_[child->seq_id] = &request;
-        scheduler_->add(child);
-    }
+    completion.processor =
+        std::make_unique<OutputProcessor>(tokenizer_.get(), request.params, request.prompt_ids);
+    completion_of_seq_[completion.seq->seq_id] = &completion;
+    scheduler_->add(completion.seq);
 }
 
 bool LLMEngine::has_unfinished_requests() const {

@@ -1,11 +1,11 @@
 // LLMEngine: the step loop of nano-vLLM's LLMEngine. add_request() queues a
-// request (prompt ids + SamplingParams, optionally a streaming callback);
-// step() runs one scheduler step through the ModelRunner, appends the sampled
-// tokens, detokenizes them, applies stop strings and reports deltas. Not
+// request (prompt ids + SamplingParams, optionally a streaming callback) as a
+// Request of n Completions (engine_request.h); step() runs one scheduler step
+// through the ModelRunner, appends the sampled tokens, detokenizes them, applies
+// stop strings, reports deltas and returns the requests that finished. Not
 // thread-safe: one thread drives it (the server runs it on its engine thread).
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -13,8 +13,8 @@
 
 #include "core/result.h"
 #include "engine/block_manager.h"
+#include "engine/engine_request.h"
 #include "engine/model_runner.h"
-#include "engine/output_processor.h"
 #include "engine/request_output.h"
 #include "engine/scheduler.h"
 #include "tokenizer/tokenizer.h"
@@ -40,8 +40,6 @@ struct EngineConfig {
 // "auto" (F32 checkpoints stay F32, others become BF16), "float32" or "bfloat16".
 Result<DType> resolve_weight_dtype(const std::string& dtype, const ModelConfig& model_config);
 
-using DeltaCallback = std::function<void(const CompletionDelta&)>;
-
 struct EngineStats {
     int64_t num_steps = 0;
     int64_t num_prompt_tokens_computed = 0;  // prompt tokens actually run through the model
@@ -56,6 +54,9 @@ class LLMEngine {
     static Result<std::unique_ptr<LLMEngine>> create(const EngineConfig& config);
     ~LLMEngine();
 
+    // What add_request checks first: the sampling parameters, the prompt's ids and length
+    // (prompt_check.h), and that it fits the KV cache.
+    Status validate_request(const std::vector<int32_t>& prompt_ids, const SamplingParams& params) const;
     // Validates and queues a request. on_delta (optional) is called from step() with new text/tokens.
     Status add_request(const std::string& request_id, std::vector<int32_t> prompt_ids,
                        const SamplingParams& params, DeltaCallback on_delta = {});
@@ -76,27 +77,12 @@ class LLMEngine {
     int64_t max_model_len() const { return runner_->config().max_model_len; }
 
   private:
-    // A request and its n completions; children (index > 0) join once the prompt ran.
-    struct Request {
-        std::string id;
-        std::vector<int32_t> prompt_ids;
-        SamplingParams params;
-        DeltaCallback on_delta;
-        std::vector<std::shared_ptr<Sequence>> seqs;  // index = completion index
-        std::vector<std::unique_ptr<OutputProcessor>> processors;
-        std::vector<CompletionOutput> outputs;
-        std::vector<uint64_t> seeds;
-        int32_t num_finished = 0;
-        RequestMetrics metrics;
-    };
-
     LLMEngine() = default;
-    Status validate_request(const std::vector<int32_t>& prompt_ids, const SamplingParams& params) const;
+    void start_completion(Completion& completion);
     void fill_runner_sequences(const SchedulerOutput& output);
     void process_sampled(const SchedulerOutput& output, std::span<const SampleResult> results);
     void process_finished(Sequence& seq, std::vector<RequestOutput>& finished_outputs);
-    void add_children(Request& request);
-    static size_t completion_index(const Request& request, const Sequence& seq);
+    void finish_completion(Completion& completion, const Sequence& ended);
 
     EngineConfig config_;
     std::unique_ptr<Tokenizer> tokenizer_;
@@ -106,7 +92,7 @@ class LLMEngine {
     std::vector<int32_t> eos_token_ids_;
     int64_t next_seq_id_ = 0;
     std::unordered_map<std::string, std::unique_ptr<Request>> requests_;
-    std::unordered_map<int64_t, Request*> request_of_seq_;
+    std::unordered_map<int64_t, Completion*> completion_of_seq_;  // started, unfinished completions
     // Per-step scratch, reused so a step does not reallocate.
     std::vector<RunnerSequence> runner_seqs_;
     std::vector<int32_t> sampled_ids_;

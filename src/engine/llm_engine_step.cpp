@@ -8,22 +8,13 @@
 
 namespace lmrun {
 
-// Which of the request's n completions this sequence is.
-size_t LLMEngine::completion_index(const Request& request, const Sequence& seq) {
-    for (size_t index = 0; index < request.seqs.size(); ++index) {
-        if (request.seqs[index].get() == &seq) return index;
-    }
-    LMRUN_CHECK(false, "sequence %ld does not belong to request %s", long(seq.seq_id), request.id.c_str());
-    return 0;
-}
-
 void LLMEngine::fill_runner_sequences(const SchedulerOutput& output) {
     runner_seqs_.clear();
     if (suppressed_ids_.size() < output.scheduled.size()) suppressed_ids_.resize(output.scheduled.size());
     for (size_t i = 0; i < output.scheduled.size(); ++i) {
         const ScheduledSequence& entry = output.scheduled[i];
         const Sequence& seq = *entry.seq;
-        const Request& request = *request_of_seq_.at(seq.seq_id);
+        const Completion& completion = *completion_of_seq_.at(seq.seq_id);
         const SamplingParams& params = seq.params;
         RunnerSequence runner_seq;
         runner_seq.token_ids = seq.token_ids;
@@ -39,8 +30,7 @@ void LLMEngine::fill_runner_sequences(const SchedulerOutput& output) {
         sampling.repetition_penalty = params.repetition_penalty;
         sampling.presence_penalty = params.presence_penalty;
         sampling.frequency_penalty = params.frequency_penalty;
-        const size_t index = completion_index(request, seq);
-        sampling.seed = request.seeds[index];
+        sampling.seed = completion.seed;
         sampling.step = seq.num_tokens();
         sampling.prompt_ids = seq.prompt_token_ids();
         sampling.output_ids = seq.completion_token_ids();
@@ -79,33 +69,34 @@ void LLMEngine::process_sampled(const SchedulerOutput& output, std::span<const S
         if (!entry.sample) continue;
         const SampleResult& result = results[next_result++];
         Sequence& seq = *entry.seq;
-        Request& request = *request_of_seq_.at(seq.seq_id);
-        const size_t index = completion_index(request, seq);
+        Completion& completion = *completion_of_seq_.at(seq.seq_id);
+        Request& request = *completion.request;
         if (request.metrics.first_token_time == 0) {
             request.metrics.first_token_time = now;
             request.metrics.num_cached_tokens = seq.num_cached_tokens;
-            if (request.params.n > 1) add_children(request);
+            for (size_t index = 1; index < request.completions.size(); ++index)
+                start_completion(request.completions[index]);
         }
         request.metrics.last_token_time = now;
         ++request.metrics.num_generation_tokens;
         ++stats_.num_generation_tokens;
-        CompletionOutput& completion = request.outputs[index];
-        OutputProcessor& processor = *request.processors[index];
-        completion.token_ids.push_back(result.token_id);
-        if (request.params.logprobs) completion.logprobs.push_back(to_token_logprob(result));
+        CompletionOutput& completion_output = completion.output;
+        OutputProcessor& processor = *completion.processor;
+        completion_output.token_ids.push_back(result.token_id);
+        if (request.params.logprobs) completion_output.logprobs.push_back(to_token_logprob(result));
         bool stop_string = processor.add_token(result.token_id);
         if (stop_string && !seq.is_finished()) {
             scheduler_->finish(seq.seq_id, FinishReason::Stop);
-            completion.stop_reason = processor.matched_stop();
+            seq.stop_reason = processor.matched_stop();
         }
         if (seq.is_finished()) processor.finish();
         if (request.on_delta) {
             CompletionDelta delta;
             delta.request_id = request.id;
-            delta.index = int32_t(index);
+            delta.index = completion_output.index;
             delta.text = processor.take_new_text();
             delta.token_ids.push_back(result.token_id);
-            if (request.params.logprobs) delta.logprobs.push_back(completion.logprobs.back());
+            if (request.params.logprobs) delta.logprobs.push_back(completion_output.logprobs.back());
             delta.finished = seq.is_finished();
             delta.finish_reason = seq.finish_reason;
             request.on_delta(delta);
@@ -113,60 +104,69 @@ void LLMEngine::process_sampled(const SchedulerOutput& output, std::span<const S
     }
 }
 
-void LLMEngine::process_finished(Sequence& seq, std::vector<RequestOutput>& finished_outputs) {
-    auto found = request_of_seq_.find(seq.seq_id);
-    if (found == request_of_seq_.end()) return;
-    Request& request = *found->second;
-    request_of_seq_.erase(found);
-    const size_t index = completion_index(request, seq);
-    CompletionOutput& completion = request.outputs[index];
-    OutputProcessor& processor = *request.processors[index];
-    processor.finish();
-    completion.text = processor.text();
-    completion.finish_reason = seq.finish_reason;
-    completion.error_message = seq.error_message;
-    if (seq.finish_reason == FinishReason::Stop && completion.stop_reason.empty() &&
-        !completion.token_ids.empty()) {
-        completion.stop_reason = std::to_string(completion.token_ids.back());
+// Ends `completion` the way `ended` (its own sequence, or for a completion that never started,
+// the first completion's) ended. A failure or abort never reaches process_sampled, so its final
+// delta is reported here.
+void LLMEngine::finish_completion(Completion& completion, const Sequence& ended) {
+    CompletionOutput& output = completion.output;
+    if (completion.processor) {
+        completion.processor->finish();
+        output.text = completion.processor->text();
     }
-    // A failure before the first token never reaches process_sampled: report it here.
+    output.finish_reason = ended.finish_reason;
+    output.stop_reason = ended.stop_reason;
+    output.error_message = ended.error_message;
+    Request& request = *completion.request;
     if (request.on_delta &&
-        (seq.finish_reason == FinishReason::Error || seq.finish_reason == FinishReason::Abort)) {
+        (ended.finish_reason == FinishReason::Error || ended.finish_reason == FinishReason::Abort)) {
         CompletionDelta delta;
         delta.request_id = request.id;
-        delta.index = int32_t(index);
-        delta.text = processor.take_new_text();
+        delta.index = output.index;
+        if (completion.processor) delta.text = completion.processor->take_new_text();
         delta.finished = true;
-        delta.finish_reason = seq.finish_reason;
-        delta.error_message = seq.error_message;
+        delta.finish_reason = ended.finish_reason;
+        delta.error_message = ended.error_message;
         request.on_delta(delta);
     }
-    // A request whose prompt failed never spawns its other completions.
-    bool children_pending = request.params.n > 1 && int32_t(request.seqs.size()) < request.params.n;
-    if (children_pending) request.num_finished = request.params.n - 1;
-    if (++request.num_finished < request.params.n) return;
+}
+
+void LLMEngine::process_finished(Sequence& seq, std::vector<RequestOutput>& finished_outputs) {
+    auto found = completion_of_seq_.find(seq.seq_id);
+    if (found == completion_of_seq_.end()) return;
+    Completion& completion = *found->second;
+    completion_of_seq_.erase(found);
+    Request& request = *completion.request;
+    finish_completion(completion, seq);
+    // The first completion ended before the others started: they share its fate.
+    for (Completion& other : request.completions) {
+        if (!other.is_started()) finish_completion(other, seq);
+    }
+    if (!request.is_finished()) return;
     request.metrics.finished_time = now_seconds();
     RequestOutput output;
     output.request_id = request.id;
-    output.prompt_token_ids = request.prompt_ids;
-    output.outputs = std::move(request.outputs);
+    output.prompt_token_ids = std::move(request.prompt_ids);
+    output.outputs.reserve(request.completions.size());
+    for (Completion& finished : request.completions) output.outputs.push_back(std::move(finished.output));
     output.finished = true;
     output.metrics = request.metrics;
     finished_outputs.push_back(std::move(output));
-    requests_.erase(request.id);
+    requests_.erase(finished_outputs.back().request_id);  // not request.id: erase destroys it
 }
 
 bool LLMEngine::abort_request(const std::string& request_id) {
     auto found = requests_.find(request_id);
     if (found == requests_.end()) return false;
-    std::vector<RequestOutput> ignored;
-    std::vector<std::shared_ptr<Sequence>> seqs = found->second->seqs;
-    for (const auto& seq : seqs) {
+    std::vector<std::shared_ptr<Sequence>> started;
+    for (const Completion& completion : found->second->completions) {
+        if (completion.is_started()) started.push_back(completion.seq);
+    }
+    for (const auto& seq : started) {
         if (!seq->is_finished()) scheduler_->finish(seq->seq_id, FinishReason::Abort);
     }
-    for (const auto& seq : seqs) process_finished(*seq, ignored);
-    // Children that never started: drop the request whole.
-    requests_.erase(request_id);
+    // Every completion ends here (deltas report it); the request's output is not returned.
+    std::vector<RequestOutput> ignored;
+    for (const auto& seq : started) process_finished(*seq, ignored);
     return true;
 }
 
@@ -181,7 +181,7 @@ std::vector<RequestOutput> LLMEngine::step() {
     ++stats_.num_steps;
     const double now = now_seconds();
     for (const ScheduledSequence& entry : output.scheduled) {
-        Request& request = *request_of_seq_.at(entry.seq->seq_id);
+        Request& request = *completion_of_seq_.at(entry.seq->seq_id)->request;
         if (request.metrics.first_scheduled_time == 0) request.metrics.first_scheduled_time = now;
         if (entry.seq->num_computed_tokens < entry.seq->num_prompt_tokens) {
             stats_.num_prompt_tokens_computed +=

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "core/memory_info.h"
 #include "core/op_profiler.h"
 
 namespace lmrun {
@@ -12,7 +13,6 @@ StepInputs::StepInputs(int64_t max_tokens, int64_t max_seqs, int64_t max_blocks_
       positions(size_t(max_tokens)),
       slot_mapping(size_t(max_tokens)),
       cu_seqlens_q(size_t(max_seqs + 1)),
-      cu_seqlens_k(size_t(max_seqs + 1)),
       context_lens(size_t(max_seqs)),
       block_tables(size_t(max_seqs * max_blocks_per_seq)),
       logit_rows(size_t(max_seqs)) {}
@@ -23,7 +23,6 @@ void bind_inputs(const StepInputs& inputs, ForwardContext& context) {
     context.input_ids = inputs.input_ids.data();
     context.positions = inputs.positions.data();
     context.cu_seqlens_q = inputs.cu_seqlens_q.data();
-    context.cu_seqlens_k = inputs.cu_seqlens_k.data();
     context.slot_mapping = inputs.slot_mapping.data();
     context.context_lens = inputs.context_lens.data();
     context.block_tables = inputs.block_tables.data();
@@ -72,6 +71,22 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<CausalL
     if (config.block_size <= 0 || config.max_num_seqs <= 0 || config.max_num_batched_tokens <= 0) {
         return make_error("block_size, max_num_seqs and max_num_batched_tokens must be positive");
     }
+    // The step buffers and the sampler's scratch (ids, probabilities, flags per vocab entry and
+    // sequence) are allocated once, for the largest step: refuse sizes the machine cannot hold.
+    const int64_t max_tokens = std::max(config.max_num_batched_tokens, config.max_num_seqs);
+    const double step_bytes = ActivationBuffers::planned_nbytes(
+                                  model_config, max_tokens, config.max_num_seqs, model->num_heads_local(),
+                                  model->num_kv_heads_local(), model->intermediate_local()) +
+                              9.0 * double(model_config.vocab_size) * double(config.max_num_seqs);
+    const int64_t available = available_memory_bytes();
+    if (step_bytes > double(available)) {
+        constexpr double kGiB = double(int64_t(1) << 30);
+        return make_error(
+            ErrorKind::ResourceExhausted,
+            "max_num_seqs {} and max_num_batched_tokens {} need {:.1f} GiB of step buffers, {:.1f} "
+            "GiB available",
+            config.max_num_seqs, config.max_num_batched_tokens, step_bytes / kGiB, double(available) / kGiB);
+    }
     std::unique_ptr<ModelRunner> runner(new ModelRunner(std::move(model), config));
     LMRUN_RETURN_IF_ERROR(runner->allocate_kv_cache());
     return runner;
@@ -80,12 +95,11 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<CausalL
 ForwardContext ModelRunner::prepare_prefill(std::span<const RunnerSequence> seqs, StepInputs& inputs) const {
     const int64_t block_size = config_.block_size;
     ForwardContext context;
-    context.is_prefill = true;
     context.num_seqs = int64_t(seqs.size());
     context.max_blocks_per_seq = max_blocks_per_seq_;
     int64_t token = 0;
     int64_t num_logit_rows = 0;
-    inputs.cu_seqlens_q[0] = inputs.cu_seqlens_k[0] = 0;
+    inputs.cu_seqlens_q[0] = 0;
     for (size_t s = 0; s < seqs.size(); ++s) {
         const RunnerSequence& seq = seqs[s];
         const int64_t context_len = seq.num_computed_tokens + seq.num_new_tokens;
@@ -99,12 +113,9 @@ ForwardContext ModelRunner::prepare_prefill(std::span<const RunnerSequence> seqs
                 seq.block_table[position / block_size] * block_size + position % block_size;
         }
         inputs.cu_seqlens_q[s + 1] = int32_t(token);
-        inputs.cu_seqlens_k[s + 1] = int32_t(inputs.cu_seqlens_k[s] + context_len);
         inputs.context_lens[s] = int32_t(context_len);
         std::copy(seq.block_table.begin(), seq.block_table.end(),
                   inputs.block_tables.begin() + s * max_blocks_per_seq_);
-        context.max_seqlen_q = std::max(context.max_seqlen_q, seq.num_new_tokens);
-        context.max_seqlen_k = std::max(context.max_seqlen_k, context_len);
         if (seq.sample) inputs.logit_rows[num_logit_rows++] = int32_t(token - 1);
     }
     context.num_tokens = context.num_padded_tokens = token;
@@ -123,9 +134,8 @@ ForwardContext ModelRunner::prepare_decode(std::span<const RunnerSequence> seqs,
     context.num_seqs = num_seqs;
     context.num_tokens = num_seqs;
     context.num_padded_tokens = plan.batch_size;
-    context.max_seqlen_q = 1;
     context.max_blocks_per_seq = max_blocks_per_seq_;
-    inputs.cu_seqlens_q[0] = inputs.cu_seqlens_k[0] = 0;
+    inputs.cu_seqlens_q[0] = 0;
     for (int64_t s = 0; s < plan.batch_size; ++s) {
         if (s >= num_seqs) {
             inputs.input_ids[s] = 0;
@@ -141,11 +151,9 @@ ForwardContext ModelRunner::prepare_decode(std::span<const RunnerSequence> seqs,
         inputs.slot_mapping[s] = seq.block_table[position / block_size] * block_size + position % block_size;
         inputs.context_lens[s] = int32_t(position + 1);
         inputs.cu_seqlens_q[s + 1] = int32_t(s + 1);
-        inputs.cu_seqlens_k[s + 1] = int32_t(inputs.cu_seqlens_k[s] + position + 1);
         std::copy(seq.block_table.begin(), seq.block_table.end(),
                   inputs.block_tables.begin() + s * max_blocks_per_seq_);
         inputs.logit_rows[s] = int32_t(s);
-        context.max_seqlen_k = std::max(context.max_seqlen_k, position + 1);
     }
     bind_inputs(inputs, context);
     return context;

@@ -46,7 +46,7 @@ struct RunnerSequence {
 struct StepInputs {
     StepInputs(int64_t max_tokens, int64_t max_seqs, int64_t max_blocks_per_seq);
     std::vector<int32_t> input_ids, positions, slot_mapping;
-    std::vector<int32_t> cu_seqlens_q, cu_seqlens_k, context_lens, block_tables;
+    std::vector<int32_t> cu_seqlens_q, context_lens, block_tables;
     std::vector<int32_t> logit_rows;
 };
 

@@ -60,12 +60,20 @@ Status ModelRunner::allocate_kv_cache() {
 
     const int64_t bytes_per_block = shape.bytes_per_block();
     int64_t budget = config_.kv_cache_memory_bytes;
-    if (budget <= 0) budget = int64_t(double(available_memory_bytes()) * config_.kv_cache_memory_fraction);
+    const int64_t available = available_memory_bytes();
+    if (budget > available) {
+        constexpr double kGiB = double(int64_t(1) << 30);
+        return make_error(ErrorKind::ResourceExhausted,
+                          "a KV cache of {:.1f} GiB was asked for, {:.1f} GiB available",
+                          double(budget) / kGiB, double(available) / kGiB);
+    }
+    if (budget <= 0) budget = int64_t(double(available) * config_.kv_cache_memory_fraction);
     // No more blocks than max_num_seqs sequences of max_model_len tokens could ever use.
     const int64_t useful_blocks = config_.max_num_seqs * max_blocks_per_seq_;
     shape.num_blocks = std::min(budget / bytes_per_block, useful_blocks);
     if (shape.num_blocks < 1) {
-        return make_error("KV cache budget of {} bytes is smaller than one block ({} bytes of {} tokens)",
+        return make_error(ErrorKind::ResourceExhausted,
+                          "KV cache budget of {} bytes is smaller than one block ({} bytes of {} tokens)",
                           budget, bytes_per_block, config_.block_size);
     }
     kv_cache_ = std::make_unique<KvCache>(shape);

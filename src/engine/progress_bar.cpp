@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -34,7 +35,7 @@ void ProgressBar::finish() {
 
 namespace {
 std::string clock_text(double seconds) {
-    int64_t total = int64_t(seconds + 0.5);
+    int64_t total = std::llround(seconds);
     return fmt::format("{:02}:{:02}", total / 60, total % 60);
 }
 }  // namespace

@@ -24,7 +24,7 @@ struct CompletionOutput {
     std::vector<int32_t> token_ids;
     std::vector<TokenLogprob> logprobs;  // one per token when logprobs were requested
     FinishReason finish_reason = FinishReason::None;
-    std::string stop_reason;  // the stop string or token that ended it, if any
+    StopReason stop_reason;  // the stop token id or stop string that ended it (not EOS or length)
     std::string error_message;
 };
 
@@ -58,7 +58,5 @@ struct CompletionDelta {
     FinishReason finish_reason = FinishReason::None;
     std::string error_message;
 };
-
-const char* finish_reason_name(FinishReason reason);  // "stop", "length", "abort", "error"
 
 }  // namespace lmrun

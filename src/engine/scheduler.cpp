@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "core/logging.h"
+#include "engine/prompt_check.h"
 
 namespace lmrun {
 
@@ -40,10 +41,6 @@ SchedulerOutput Scheduler::schedule() {
     // After a preemption the cache is full: admitting more would only thrash.
     if (output.preempted.empty()) schedule_waiting(token_budget, output);
 
-    output.num_batched_tokens = config_.max_num_batched_tokens - token_budget;
-    output.is_decode_only = !output.scheduled.empty() &&
-                            std::all_of(output.scheduled.begin(), output.scheduled.end(),
-                                        [](const ScheduledSequence& s) { return s.num_new_tokens == 1; });
     return output;
 }
 
@@ -60,7 +57,6 @@ bool Scheduler::schedule_running(Sequence& seq, int64_t num_new_tokens, Schedule
             preempt(seq, output);
             return false;
         }
-        if (release_waiting_blocks()) continue;
         // Alone, with every other block free: the cache is too small for it.
         const int64_t num_tokens = seq.num_computed_tokens + num_new_tokens;
         fail(seq,
@@ -79,20 +75,12 @@ void Scheduler::schedule_waiting(int64_t& token_budget, SchedulerOutput& output)
            static_cast<int64_t>(running_.size()) < config_.max_num_seqs) {
         Sequence& seq = *waiting_.front();
         if (!check_admissible(seq, output)) continue;  // failed and removed
-        int64_t num_computed = seq.num_computed_tokens;
-        if (seq.block_table.empty())
-            num_computed = block_manager_.match_prefix(seq, cached_block_ids_);
-        else
-            cached_block_ids_.clear();  // forked: holds its shared blocks already
+        const int64_t num_computed = block_manager_.match_prefix(seq, cached_block_ids_);
         int64_t num_new_tokens = seq.num_tokens() - num_computed;
         if (!config_.enable_chunked_prefill && num_new_tokens > token_budget) break;
         num_new_tokens = std::min(num_new_tokens, token_budget);
-        if (!block_manager_.can_allocate(seq, cached_block_ids_, num_new_tokens)) {
-            // FIFO: later sequences wait too. Only forked sequences waiting with blocks
-            // could keep an idle engine from admitting; release them and retry.
-            if (!running_.empty() || !release_waiting_blocks()) break;
-            continue;
-        }
+        // FIFO: later sequences wait too.
+        if (!block_manager_.can_allocate(seq, cached_block_ids_, num_new_tokens)) break;
         block_manager_.allocate(seq, cached_block_ids_, num_new_tokens);
         seq.status = SequenceStatus::Running;
         running_.push_back(std::move(waiting_.front()));
@@ -102,12 +90,8 @@ void Scheduler::schedule_waiting(int64_t& token_budget, SchedulerOutput& output)
     }
 }
 
-Status Scheduler::check_prompt(const Sequence& seq) const {
-    const int64_t num_tokens = seq.num_tokens();
-    if (num_tokens == 0) return make_error("prompt is empty");
-    if (num_tokens > config_.max_model_len) {
-        return make_error("prompt of {} tokens exceeds max_model_len {}", num_tokens, config_.max_model_len);
-    }
+Status Scheduler::check_prompt(int64_t num_tokens) const {
+    LMRUN_RETURN_IF_ERROR(check_prompt_length(num_tokens, config_.max_model_len));
     const int64_t num_blocks_needed = block_manager_.num_blocks_for(num_tokens);
     if (num_blocks_needed > block_manager_.num_blocks()) {
         return make_error("prompt of {} tokens needs {} KV blocks but the cache has {}", num_tokens,
@@ -123,7 +107,7 @@ Status Scheduler::check_prompt(const Sequence& seq) const {
 
 bool Scheduler::check_admissible(Sequence& seq, SchedulerOutput& output) {
     // Checked again at admission: a preempted sequence has grown since add().
-    Status status = check_prompt(seq);
+    Status status = check_prompt(seq.num_tokens());
     if (status.ok()) return true;
     fail(seq, status.error().message, output);
     return false;
@@ -133,7 +117,6 @@ void Scheduler::preempt(Sequence& seq, SchedulerOutput& output) {
     LMRUN_CHECK(running_.back().get() == &seq, "only the most recently admitted sequence is preempted");
     block_manager_.deallocate(seq);
     seq.status = SequenceStatus::Waiting;
-    seq.preempted = true;
     ++seq.num_preemptions;
     ++num_preemptions_;
     waiting_.push_front(std::move(running_.back()));
@@ -152,17 +135,9 @@ void Scheduler::fail(Sequence& seq, std::string message, SchedulerOutput& output
     std::erase_if(waiting_, is_seq);
 }
 
-bool Scheduler::release_waiting_blocks() {
-    bool released = false;
-    for (auto& seq : waiting_) {
-        if (seq->block_table.empty()) continue;
-        block_manager_.deallocate(*seq);
-        released = true;
-    }
-    return released;
-}
-
-FinishReason Scheduler::check_stop(const Sequence& seq) const {
+// As vLLM's check_stop: EOS (unless ignored) before stop_token_ids, and only a stop_token_ids
+// match reports its token as the stop_reason.
+FinishReason Scheduler::check_stop(Sequence& seq) const {
     const SamplingParams& params = seq.params;
     const int32_t token_id = seq.last_token();
     // min_tokens suppresses the token stops only; length limits always apply.
@@ -171,7 +146,10 @@ FinishReason Scheduler::check_stop(const Sequence& seq) const {
             return std::find(ids.begin(), ids.end(), token_id) != ids.end();
         };
         if (!params.ignore_eos && contains(eos_token_ids_)) return FinishReason::Stop;
-        if (contains(params.stop_token_ids)) return FinishReason::Stop;
+        if (contains(params.stop_token_ids)) {
+            seq.stop_reason = token_id;
+            return FinishReason::Stop;
+        }
     }
     if (seq.num_completion_tokens() >= params.max_tokens) return FinishReason::Length;
     if (seq.num_tokens() >= config_.max_model_len) return FinishReason::Length;

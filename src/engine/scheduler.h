@@ -45,18 +45,17 @@ struct SchedulerOutput {
     std::vector<ScheduledSequence> scheduled;  // running sequences first, then admitted ones
     std::vector<Sequence*> preempted;          // now waiting again, without blocks
     std::vector<Sequence*> failed;             // finished with FinishReason::Error this step
-    int64_t num_batched_tokens = 0;            // sum of num_new_tokens
-    bool is_decode_only = false;               // every scheduled sequence computes exactly 1 token
 };
 
 class Scheduler {
   public:
     Scheduler(const SchedulerConfig& config, BlockManager& block_manager, std::vector<int32_t> eos_token_ids);
 
-    // Whether seq could ever be admitted: a non-empty prompt within max_model_len, that
-    // fits in the whole KV cache (and in one step without chunked prefill). The engine
-    // calls it before add() to reject a request up front (e.g. HTTP 400).
-    Status check_prompt(const Sequence& seq) const;
+    // Whether a sequence of num_tokens tokens could ever be admitted: non-empty, leaving room
+    // within max_model_len (check_prompt_length), fitting in the whole KV cache (and in one
+    // step without chunked prefill). The engine calls it before add() to reject a request up
+    // front (e.g. HTTP 400).
+    Status check_prompt(int64_t num_tokens) const;
 
     // Queues a new sequence (status Waiting). One that fails check_prompt() is not
     // lost: it finishes with FinishReason::Error when it reaches the queue's front.
@@ -67,8 +66,8 @@ class Scheduler {
     // After the model ran `output`: advances num_computed_tokens, registers newly full
     // blocks in the prefix cache, appends the sampled token of each `sample` entry
     // (sampled_token_ids holds one per such entry, in order), applies the token-level
-    // stop rules and frees finished sequences' blocks. Returns the sequences that
-    // finished in this step.
+    // stop rules (a stop_token_ids match sets seq.stop_reason; EOS does not) and frees
+    // finished sequences' blocks. Returns the sequences that finished in this step.
     std::vector<Sequence*> postprocess(const SchedulerOutput& output,
                                        std::span<const int32_t> sampled_token_ids);
 
@@ -90,8 +89,7 @@ class Scheduler {
     bool check_admissible(Sequence& seq, SchedulerOutput& output);
     void preempt(Sequence& seq, SchedulerOutput& output);
     void fail(Sequence& seq, std::string message, SchedulerOutput& output);
-    bool release_waiting_blocks();
-    FinishReason check_stop(const Sequence& seq) const;
+    FinishReason check_stop(Sequence& seq) const;
     void finish_sequence(Sequence& seq, FinishReason reason);
     void push_scheduled(Sequence& seq, int64_t num_new_tokens, SchedulerOutput& output);
 

@@ -1,5 +1,5 @@
-// One request's token stream and its place in the engine (nano-vLLM's Sequence).
-// token_ids = prompt tokens followed by completion tokens. The KV of
+// One completion's token stream and its place in the engine (nano-vLLM's Sequence; a
+// request with n > 1 has n of them). token_ids = prompt tokens followed by completion tokens. The KV of
 // token_ids[0, num_computed_tokens) is in the paged cache, in the blocks listed by
 // block_table (block i holds tokens [i * block_size, (i + 1) * block_size)).
 // The scheduler and block manager own the status/computed/block fields; the
@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "core/timer.h"
@@ -17,15 +18,19 @@
 
 namespace lmrun {
 
-// A preempted sequence is Waiting again, with preempted = true.
+// A preempted sequence is Waiting again (num_preemptions counts how often).
 enum class SequenceStatus { Waiting, Running, Finished };
 
 // Stop: eos or a stop token/string. Length: max_tokens or max_model_len.
 // Abort: the client went away. Error: the sequence cannot run (message in error_message).
 enum class FinishReason { None, Stop, Length, Abort, Error };
 
+// vLLM's stop_reason: the stop_token_ids entry or the stop string that ended a sequence;
+// monostate (null) when it ended on EOS or a length limit, or has not ended.
+using StopReason = std::variant<std::monostate, int32_t, std::string>;
+
 const char* to_string(SequenceStatus status);
-const char* to_string(FinishReason reason);
+const char* to_string(FinishReason reason);  // "none", "stop", "length", "abort", "error"
 
 class Sequence {
   public:
@@ -49,8 +54,8 @@ class Sequence {
     std::vector<int32_t> block_table;
     SamplingParams params;
     FinishReason finish_reason = FinishReason::None;
+    StopReason stop_reason;     // set with finish_reason == Stop by a stop token id or stop string
     std::string error_message;  // set when finish_reason == Error
-    bool preempted = false;     // true after a preemption until the sequence finishes
     int64_t num_preemptions = 0;
     double arrival_time;
 

@@ -5,11 +5,11 @@
 
 #include <immintrin.h>
 
-#include <algorithm>
-
 #include "kernels/attention_bf16_lanes.h"
 #include "kernels/attention_tile.h"
 #include "kernels/attention_tile_driver.h"
+#include "kernels/dispatch_constant.h"
+#include "kernels/online_softmax_avx512.h"
 #include "kernels/vec_exp_avx512.h"
 
 namespace lmrun::kernels {
@@ -143,14 +143,10 @@ struct DecodeTile {
                     acc = _mm512_fmadd_ps(qr[c], _mm512_loadu_ps(keys + j * k_stride + 16 * c), acc);
             dots[kReducePerm[j]] = acc;
         }
-        const __m512 scores = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid, reduce16(dots));
-        const float m_new = max_f32(*m, _mm512_reduce_max_ps(scores));
-        const __m512 p = _mm512_maskz_mov_ps(valid, exp_avx512(_mm512_sub_ps(scores, _mm512_set1_ps(m_new))));
+        float correction;
+        const __m512 p = online_softmax_update(reduce16(dots), valid, *m, *l, correction);
         alignas(64) float probs[16];
         _mm512_store_ps(probs, p);
-        const float correction = *m == -INFINITY ? 0.0f : expf(*m - m_new);
-        *l = *l * correction + _mm512_reduce_add_ps(p);
-        *m = m_new;
         __m512 acc[kVecs];
         const __m512 scale = _mm512_set1_ps(correction);
         for (int64_t c = 0; c < kVecs; ++c) acc[c] = _mm512_mul_ps(_mm512_loadu_ps(o + 16 * c), scale);
@@ -279,13 +275,7 @@ struct Bf16Tile {
         alignas(64) uint32_t p_pairs[R][8];
         float correction[R];
         for (int r = 0; r < R; ++r) {
-            const __m512 scores = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid, reduce16(dots[r]));
-            const float m_new = max_f32(m[r], _mm512_reduce_max_ps(scores));
-            const __m512 p =
-                _mm512_maskz_mov_ps(valid, exp_avx512(_mm512_sub_ps(scores, _mm512_set1_ps(m_new))));
-            correction[r] = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new);
-            l[r] = l[r] * correction[r] + _mm512_reduce_add_ps(p);
-            m[r] = m_new;
+            const __m512 p = online_softmax_update(reduce16(dots[r]), valid, m[r], l[r], correction[r]);
             __m256bh p_bf16 = _mm512_cvtneps_pbh(p);
             _mm256_store_si256(reinterpret_cast<__m256i*>(p_pairs[r]), (__m256i)p_bf16);
         }
@@ -414,14 +404,8 @@ struct ScaledTile {
         for (int r = 0; r < R; ++r) {
             __m512 rows[16];
             for (int j = 0; j < 16; ++j) rows[j] = _mm512_load_ps(dots[r][j]);
-            const __m512 scores = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid,
-                                                     _mm512_mul_ps(reduce16(rows), key_scale));
-            const float m_new = max_f32(m[r], _mm512_reduce_max_ps(scores));
-            const __m512 p =
-                _mm512_maskz_mov_ps(valid, exp_avx512(_mm512_sub_ps(scores, _mm512_set1_ps(m_new))));
-            correction[r] = m[r] == -INFINITY ? 0.0f : expf(m[r] - m_new);
-            l[r] = l[r] * correction[r] + _mm512_reduce_add_ps(p);
-            m[r] = m_new;
+            const __m512 p = online_softmax_update(_mm512_mul_ps(reduce16(rows), key_scale), valid, m[r],
+                                                   l[r], correction[r]);
             _mm512_store_ps(probs[r], _mm512_mul_ps(p, value_scale));
         }
         __m512 acc[R][kVecs];
@@ -508,19 +492,11 @@ struct ScaledTile {
     }
 };
 
-// head_dim as a template parameter, chosen once per call (FlashInfer's DISPATCH_HEAD_DIM).
+// head_dim as a template parameter, chosen once per call.
 template <typename Fn>
 bool dispatch_head_dim(int64_t head_dim, Fn&& fn) {
-    // clang-format off
-    switch (head_dim) {
-        case 16: fn(Avx512Ops<16>{}); return true;
-        case 32: fn(Avx512Ops<32>{}); return true;
-        case 64: fn(Avx512Ops<64>{}); return true;
-        case 128: fn(Avx512Ops<128>{}); return true;
-        case 256: fn(Avx512Ops<256>{}); return true;
-        default: return false;
-    }
-    // clang-format on
+    return dispatch_constant<16, 32, 64, 128, 256>(head_dim,
+                                                   [&](auto d) { fn(Avx512Ops<decltype(d)::value>{}); });
 }
 
 }  // namespace
@@ -534,7 +510,7 @@ int64_t attention_decode_scratch_floats(int64_t head_dim, int64_t num_rows, int6
     dispatch_head_dim(head_dim, [&](auto ops) {
         constexpr int64_t D = decltype(ops)::kVecs * 16;
         floats = DecodeTile<D>::scratch_floats(num_rows, kv_heads);
-        if constexpr (D % 32 == 0) floats = std::max(floats, Bf16Tile<D>::scratch_floats(kTileRows));
+        if constexpr (D % 32 == 0) floats = max_i64(floats, Bf16Tile<D>::scratch_floats(kTileRows));
     });
     return floats;
 }

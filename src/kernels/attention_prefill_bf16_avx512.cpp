@@ -17,17 +17,12 @@
 #include "core/check.h"
 #include "kernels/attention_bf16_lanes.h"
 #include "kernels/attention_tile.h"
-#include "kernels/vec_exp_avx512.h"
+#include "kernels/dispatch_constant.h"
+#include "kernels/isa_local_math.h"
+#include "kernels/online_softmax_avx512.h"
 
 namespace lmrun::kernels {
 namespace {
-
-inline int64_t min_i64(int64_t a, int64_t b) {
-    return a < b ? a : b;
-}
-inline int64_t max_i64(int64_t a, int64_t b) {
-    return a > b ? a : b;
-}
 
 constexpr int kRowBlock = 4;  // rows sharing each loaded K / V vector
 
@@ -95,15 +90,7 @@ struct PrefillTile {
         for (int r = 0; r < R; ++r) {
             const int64_t row = r0 + r;
             const __mmask16 seen = __mmask16((1u << visible[r]) - 1);
-            const __m512 scores = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), seen, s[r]);
-            const float m_old = t.m[row];
-            const float chunk_max = _mm512_reduce_max_ps(scores);
-            const float m_new = m_old > chunk_max ? m_old : chunk_max;
-            const __m512 prob =
-                _mm512_maskz_mov_ps(seen, exp_avx512(_mm512_sub_ps(scores, _mm512_set1_ps(m_new))));
-            correction[r] = m_old == -INFINITY ? 0.0f : expf(m_old - m_new);
-            t.l[row] = t.l[row] * correction[r] + _mm512_reduce_add_ps(prob);
-            t.m[row] = m_new;
+            const __m512 prob = online_softmax_update(s[r], seen, t.m[row], t.l[row], correction[r]);
             __m256bh packed = _mm512_cvtneps_pbh(prob);
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(t.p_pairs + row * 8), (__m256i)packed);
         }
@@ -132,8 +119,8 @@ struct PrefillTile {
         const int64_t first_pos = a.context_lens[w.seq] - q_len + w.token_begin;
         const int64_t num_keys = min_i64(first_pos + w.num_tokens, w.key_end);
         // Scratch: vectors first (64-byte aligned), then the rows.
-        auto* keys_t =
-            reinterpret_cast<__m512i*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t(63));
+        const size_t misalignment = reinterpret_cast<uintptr_t>(scratch) % 64;
+        auto* keys_t = reinterpret_cast<__m512i*>(scratch + (misalignment ? (64 - misalignment) / 4 : 0));
         __m512i* values_i = keys_t + kPairs;  // [8 pairs][2 kPairVecs]
         auto* row_base = reinterpret_cast<float*>(values_i + 8 * 2 * kPairVecs);
         Rows t;
@@ -210,15 +197,8 @@ struct PrefillTile {
 
 template <typename Fn>
 bool dispatch_bf16_head_dim(int64_t head_dim, Fn&& fn) {
-    // clang-format off
-    switch (head_dim) {
-        case 32: fn(PrefillTile<32>{}); return true;
-        case 64: fn(PrefillTile<64>{}); return true;
-        case 128: fn(PrefillTile<128>{}); return true;
-        case 256: fn(PrefillTile<256>{}); return true;
-        default: return false;
-    }
-    // clang-format on
+    return dispatch_constant<32, 64, 128, 256>(head_dim,
+                                               [&](auto d) { fn(PrefillTile<decltype(d)::value>{}); });
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "kernels/attention.h"
@@ -35,7 +36,7 @@ void paged_attention_reference(const float* q, int64_t q_token_stride, int64_t n
                 int64_t kv_head = h / group;
                 const float* qh = q + token * q_token_stride + h * head_dim;
                 weights.assign(size_t(position + 1), 0.0);
-                double max_score = -INFINITY;
+                double max_score = -std::numeric_limits<double>::infinity();
                 for (int64_t key = 0; key <= position; ++key) {
                     int64_t slot = int64_t(block_tables[s * max_blocks_per_seq + key / cache.block_size]) *
                                        cache.block_size +

@@ -14,18 +14,10 @@
 #include <limits>
 
 #include "kernels/attention_tile.h"
+#include "kernels/isa_local_math.h"
 
 namespace lmrun::kernels {
 namespace {
-
-// Local min/max instead of <algorithm>: a std:: template instantiated here with AVX-512 flags
-// is a shared (COMDAT) symbol the linker could hand to AVX2 callers.
-inline int64_t min_i64(int64_t a, int64_t b) {
-    return a < b ? a : b;
-}
-inline float max_f32(float a, float b) {
-    return a > b ? a : b;
-}
 
 inline constexpr int64_t kPrefetchKeys = 16;  // prefetch the chunk after this one (32, 64: no gain measured)
 

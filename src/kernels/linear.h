@@ -3,8 +3,9 @@
 // Shapes: W is given in HF layout [out_features, in_features]; x is [num_rows, in_features]
 // F32 (row stride = in_features); y is [num_rows, out_features] F32; bias F32 [out_features].
 // pack() repacks W once into oneDNN's blocked layout (BA16a64b2a for BF16, BA16a64b for F32,
-// see linear_gemv.h), which both our GEMV (few rows, decode) and oneDNN's matmul (many rows,
-// prefill) read, so the weight is held once. Accumulation is always F32.
+// see linear_gemv.h), which our GEMV (few rows), our AVX512_BF16 GEMM (batched decode and, without
+// AMX, prefill up to a few hundred rows) and oneDNN's matmul (the rest) all read, so the weight
+// is held once. Accumulation is always F32.
 #pragma once
 
 #include <cstddef>

@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "kernels/dispatch_constant.h"
 #include "kernels/linear_gemv.h"
+#include "kernels/linear_store_avx512.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -65,35 +67,14 @@ void micro_tile(const uint16_t* tile, int64_t num_pairs, const uint16_t* x, int6
             for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], w[j], xr);
         }
     }
-    for (int r = 0; r < R; ++r) {
-        float* out = y + r * y_stride;
-        for (int j = 0; j < 4; ++j) {
-            int64_t left = count - 16 * j;
-            if (left <= 0) break;
-            __mmask16 mask = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
-            __m512 sum = acc[r][j];
-            if (bias) sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(mask, bias + 16 * j));
-            _mm512_mask_storeu_ps(out + 16 * j, mask, sum);
-        }
-    }
+    for (int r = 0; r < R; ++r) store_tile_outputs(acc[r], count, bias, y + r * y_stride);
 }
 
 void run_row_block(int rows, const uint16_t* tile, int64_t num_pairs, const uint16_t* x, int64_t x_stride,
                    float* y, int64_t y_stride, int64_t count, const float* bias) {
-    switch (rows) {
-        case 1:
-            return micro_tile<1>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
-        case 2:
-            return micro_tile<2>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
-        case 3:
-            return micro_tile<3>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
-        case 4:
-            return micro_tile<4>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
-        case 5:
-            return micro_tile<5>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
-        default:
-            return micro_tile<6>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
-    }
+    dispatch_constant<1, 2, 3, 4, 5, 6>(rows, [&](auto r) {
+        micro_tile<decltype(r)::value>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
+    });
 }
 
 }  // namespace

@@ -6,8 +6,10 @@
 
 #include <immintrin.h>
 
+#include "kernels/dispatch_constant.h"
 #include "kernels/linear_gemv.h"
 #include "kernels/linear_gemv_driver.h"
+#include "kernels/linear_store_avx512.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -44,18 +46,11 @@ struct Bf16Avx512 {
             for (int j = 0; j < 4; ++j) _mm512_storeu_ps(acc + r * kTileOutputs + 16 * j, sum[r][j]);
     }
 
+    // rows in [1, kMaxRows]; the tile's 64 outputs are one column slice (col = 0).
     static void run(int rows, const uint16_t* w, int64_t steps, const float* x, int64_t x_stride, float* acc,
                     int64_t col) {
-        switch (rows) {
-            case 1:
-                return run_rows<1>(w, steps, x, x_stride, acc);
-            case 2:
-                return run_rows<2>(w, steps, x, x_stride, acc);
-            case 3:
-                return run_rows<3>(w, steps, x, x_stride, acc);
-            default:
-                return run_rows<4>(w, steps, x, x_stride, acc);
-        }
+        dispatch_constant<1, 2, 3, 4>(
+            rows, [&](auto r) { run_rows<decltype(r)::value>(w, steps, x, x_stride, acc); });
     }
 };
 
@@ -81,18 +76,11 @@ struct F32Avx512 {
             for (int j = 0; j < 4; ++j) _mm512_storeu_ps(acc + r * kTileOutputs + 16 * j, sum[r][j]);
     }
 
+    // rows in [1, kMaxRows]; the tile's 64 outputs are one column slice (col = 0).
     static void run(int rows, const float* w, int64_t steps, const float* x, int64_t x_stride, float* acc,
                     int64_t col) {
-        switch (rows) {
-            case 1:
-                return run_rows<1>(w, steps, x, x_stride, acc);
-            case 2:
-                return run_rows<2>(w, steps, x, x_stride, acc);
-            case 3:
-                return run_rows<3>(w, steps, x, x_stride, acc);
-            default:
-                return run_rows<4>(w, steps, x, x_stride, acc);
-        }
+        dispatch_constant<1, 2, 3, 4>(
+            rows, [&](auto r) { run_rows<decltype(r)::value>(w, steps, x, x_stride, acc); });
     }
 };
 
@@ -125,15 +113,8 @@ void one_row_tiles(const uint16_t* first_tile, int64_t tile_elements, const floa
     // Odd in_features: the last pair's second weight is zero padding, its x would be out of bounds.
     if (in_features % 2) step(full_pairs, _mm512_set1_ps(x[in_features - 1]), _mm512_setzero_ps());
     for (int s = 0; s < S; ++s) {
-        for (int j = 0; j < 4; ++j) {
-            int64_t left = out_left - s * kTileOutputs - 16 * j;
-            if (left <= 0) break;
-            __mmask16 mask = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
-            int64_t offset = s * kTileOutputs + 16 * j;
-            __m512 sum = acc[s][j];
-            if (bias) sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(mask, bias + offset));
-            _mm512_mask_storeu_ps(y + offset, mask, sum);
-        }
+        const int64_t offset = s * kTileOutputs;
+        store_tile_outputs(acc[s], out_left - offset, bias ? bias + offset : nullptr, y + offset);
     }
 }
 
@@ -145,19 +126,11 @@ void one_row_bf16(const float* x, const PackedLinear& w, const float* bias, floa
             const uint16_t* tile = data + t * w.tile_elements();
             const float* tile_bias = bias ? bias + n0 : nullptr;
             const int64_t out_left = w.out_features - n0;
-            switch (end - t < kOneRowStreams ? end - t : kOneRowStreams) {
-                case 1:
-                    one_row_tiles<1>(tile, w.tile_elements(), x, w.in_features, tile_bias, y + n0, out_left);
-                    break;
-                case 2:
-                    one_row_tiles<2>(tile, w.tile_elements(), x, w.in_features, tile_bias, y + n0, out_left);
-                    break;
-                case 3:
-                    one_row_tiles<3>(tile, w.tile_elements(), x, w.in_features, tile_bias, y + n0, out_left);
-                    break;
-                default:
-                    one_row_tiles<4>(tile, w.tile_elements(), x, w.in_features, tile_bias, y + n0, out_left);
-            }
+            const int64_t streams = end - t < kOneRowStreams ? end - t : kOneRowStreams;
+            dispatch_constant<1, 2, 3, 4>(streams, [&](auto s) {
+                one_row_tiles<decltype(s)::value>(tile, w.tile_elements(), x, w.in_features, tile_bias,
+                                                  y + n0, out_left);
+            });
         }
     });
 }

@@ -13,16 +13,11 @@
 #include <cstdint>
 
 #include "core/parallel.h"
+#include "kernels/isa_local_math.h"
 #include "kernels/linear_gemv.h"
 
 namespace lmrun::kernels {
 namespace {
-
-// Local min instead of std::min: a std:: template instantiated with AVX-512 flags is a shared
-// (COMDAT) symbol the linker could hand to AVX2 callers.
-inline int64_t min_i64(int64_t a, int64_t b) {
-    return a < b ? a : b;
-}
 
 inline constexpr int64_t kStreams = 1;
 inline constexpr int64_t kChunkBytes = 16384;  // of one tile's stream per step

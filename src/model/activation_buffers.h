@@ -32,6 +32,11 @@ struct ActivationBuffers {
     Tensor logits;  // [L, vocab]
 
     size_t nbytes() const;
+    // What the constructor would allocate, in bytes (as a double: it is checked against the
+    // memory available before anything is allocated, and may be absurd).
+    static double planned_nbytes(const ModelConfig& config, int64_t max_num_tokens,
+                                 int64_t max_num_logit_rows, int64_t num_heads_local,
+                                 int64_t num_kv_heads_local, int64_t intermediate_local);
 };
 
 }  // namespace lmrun

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/check.h"
 #include "core/op_profiler.h"
 #include "kernels/norm.h"
 #include "kernels/rope.h"
@@ -29,6 +30,7 @@ void Attention::normalize_heads(float* qkv, int64_t num_tokens) const {
     const int64_t head_dim = qkv_proj.head_dim();
     const int64_t stride = qkv_proj.out_features();
     float* k = qkv + qkv_proj.num_heads() * head_dim;
+    LMRUN_CHECK(q_norm && k_norm, "normalize_heads without q_norm / k_norm");
     kernels::rms_norm_heads(qkv, num_tokens, qkv_proj.num_heads(), head_dim, stride, q_norm->weight(),
                             q_norm->eps());
     kernels::rms_norm_heads(k, num_tokens, qkv_proj.num_kv_heads(), head_dim, stride, k_norm->weight(),

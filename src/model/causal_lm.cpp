@@ -1,11 +1,42 @@
 #include "model/causal_lm.h"
 
+#include <filesystem>
+
+#include "core/memory_info.h"
 #include "core/op_profiler.h"
 #include "core/parallel.h"
 #include "kernels/rope.h"
+#include "model/config_limits.h"
 #include "model/weight_scale.h"
 
 namespace lmrun {
+namespace {
+
+// Before anything is allocated: the checkpoint must hold what config.json describes, so a
+// config that lies about its sizes fails here, not after allocating memory for them.
+Status check_checkpoint_matches(const ModelConfig& config, const Checkpoint& checkpoint,
+                                const std::string& config_path) {
+    LMRUN_ASSIGN_OR_RETURN(const TensorInfo* embed, checkpoint.get("model.embed_tokens.weight"));
+    if (embed->shape.size() != 2 || embed->shape[0] > config.vocab_size ||
+        embed->shape[1] != config.hidden_size)
+        return with_subject(make_error(ErrorKind::Corrupt,
+                                       "{}: vocab_size {} and hidden_size {} do not match tensor "
+                                       "'model.embed_tokens.weight' of shape {} in {}",
+                                       config_path, config.vocab_size, config.hidden_size,
+                                       embed->shape_string(), embed->file_path),
+                            config_path);
+    const std::string last_layer =
+        "model.layers." + std::to_string(config.num_hidden_layers - 1) + ".input_layernorm.weight";
+    if (checkpoint.find(last_layer) == nullptr)
+        return with_subject(
+            make_error(ErrorKind::Corrupt,
+                       "{}: num_hidden_layers is {} but the checkpoint in {} has no tensor '{}'", config_path,
+                       config.num_hidden_layers, checkpoint.dir(), last_layer),
+            config_path);
+    return ok_status();
+}
+
+}  // namespace
 
 CausalLM::CausalLM(const ModelConfig& config, DType weight_dtype, const ParallelConfig& parallel)
     : config_(config),
@@ -26,10 +57,14 @@ Result<std::unique_ptr<CausalLM>> CausalLM::load(const std::string& model_dir, c
                                                  DType weight_dtype, const ParallelConfig& parallel,
                                                  const WeightQuantization& quantization) {
     if (weight_dtype != DType::F32 && weight_dtype != DType::BF16) {
-        return make_error("{}: weights can be held as F32 or BF16, not {}", model_dir,
+        return make_error(ErrorKind::Unsupported, "{}: weights can be held as F32 or BF16, not {}", model_dir,
                           dtype_name(weight_dtype));
     }
+    const std::string config_path = (std::filesystem::path(model_dir) / "config.json").string();
+    LMRUN_RETURN_IF_ERROR(
+        check_model_fits_memory(config, weight_dtype, available_memory_bytes(), config_path));
     LMRUN_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::open(model_dir));
+    LMRUN_RETURN_IF_ERROR(check_checkpoint_matches(config, checkpoint, config_path));
     std::unique_ptr<CausalLM> model(new CausalLM(config, weight_dtype, parallel));
     LMRUN_RETURN_IF_ERROR(model->choose_quantization(quantization));
     LMRUN_RETURN_IF_ERROR(model->load_weights(checkpoint));
@@ -123,7 +158,7 @@ Status CausalLM::load_layer(const Checkpoint& checkpoint, int64_t index, Decoder
     LMRUN_RETURN_IF_ERROR(load_projection(
         "self_attn.o_proj", attn.o_proj, [&](const TensorInfo& t) { return attn.o_proj.load_weight(t); },
         [&](const TensorInfo& t) { return attn.o_proj.load_weight_scale(t); }));
-    if (attn.q_norm) {
+    if (attn.q_norm && attn.k_norm) {  // both or neither (Attention's constructor)
         LMRUN_ASSIGN_OR_RETURN(src, get("self_attn.q_norm.weight"));
         LMRUN_RETURN_IF_ERROR(attn.q_norm->load_weight(*src));
         LMRUN_ASSIGN_OR_RETURN(src, get("self_attn.k_norm.weight"));

@@ -2,46 +2,39 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
-#include <nlohmann/json.hpp>
+#include "core/json_io.h"
 
 namespace lmrun {
 namespace {
 
 namespace fs = std::filesystem;
 
-Result<nlohmann::json> read_json(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return make_error("{}: cannot open", path);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    nlohmann::json json = nlohmann::json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
-    if (json.is_discarded()) return make_error("{}: malformed JSON", path);
-    return json;
+template <typename... Args>
+Error corrupt(const std::string& path, fmt::format_string<Args...> format, Args&&... args) {
+    return with_subject(make_error(ErrorKind::Corrupt, format, std::forward<Args>(args)...), path);
 }
 
 // weight_map as tensor name -> shard file name, validated.
 Result<std::map<std::string, std::string>> parse_weight_map(const nlohmann::json& index,
                                                             const std::string& path) {
-    if (!index.is_object()) return make_error("{}: index is not a JSON object", path);
+    if (!index.is_object()) return corrupt(path, "{}: index is not a JSON object", path);
     auto it = index.find("weight_map");
     if (it == index.end() || !it->is_object())
-        return make_error("{}: missing or non-object 'weight_map'", path);
+        return corrupt(path, "{}: missing or non-object 'weight_map'", path);
     std::map<std::string, std::string> weight_map;
     for (auto entry = it->begin(); entry != it->end(); ++entry) {
         if (!entry.value().is_string())
-            return make_error("{}: weight_map entry '{}' is not a file name string", path, entry.key());
+            return corrupt(path, "{}: weight_map entry '{}' is not a file name string", path, entry.key());
         std::string shard = entry.value().get<std::string>();
         // Shards live next to the index; a path component would let the index reach elsewhere.
         if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..")
-            return make_error("{}: weight_map entry '{}' names an invalid shard file '{}'", path, entry.key(),
-                              shard);
+            return corrupt(path, "{}: weight_map entry '{}' names an invalid shard file '{}'", path,
+                           entry.key(), shard);
         weight_map[entry.key()] = shard;
     }
-    if (weight_map.empty()) return make_error("{}: 'weight_map' is empty", path);
+    if (weight_map.empty()) return corrupt(path, "{}: 'weight_map' is empty", path);
     return weight_map;
 }
 
@@ -50,7 +43,9 @@ Result<std::map<std::string, std::string>> parse_weight_map(const nlohmann::json
 Result<Checkpoint> Checkpoint::open(const std::string& model_dir) {
     std::error_code error;
     if (!fs::is_directory(model_dir, error))
-        return make_error("{}: model folder not found (or not a directory)", model_dir);
+        return with_subject(
+            make_error(ErrorKind::NotFound, "{}: model folder not found (or not a directory)", model_dir),
+            model_dir);
     Checkpoint checkpoint;
     checkpoint.dir_ = model_dir;
     std::string index_path = (fs::path(model_dir) / kIndexFileName).string();
@@ -60,8 +55,9 @@ Result<Checkpoint> Checkpoint::open(const std::string& model_dir) {
     } else if (fs::exists(single_path, error)) {
         LMRUN_RETURN_IF_ERROR(checkpoint.open_single(single_path));
     } else {
-        return make_error("{}: no weights file: neither {} nor {} exists", model_dir, kSingleFileName,
-                          kIndexFileName);
+        return with_subject(make_error(ErrorKind::NotFound, "{}: no weights file: neither {} nor {} exists",
+                                       model_dir, kSingleFileName, kIndexFileName),
+                            model_dir);
     }
     return checkpoint;
 }
@@ -74,7 +70,8 @@ Status Checkpoint::open_single(const std::string& path) {
 }
 
 Status Checkpoint::open_sharded(const std::string& index_path) {
-    LMRUN_ASSIGN_OR_RETURN(nlohmann::json index, read_json(index_path));
+    // An index lists every tensor once: a few MB for the largest models.
+    LMRUN_ASSIGN_OR_RETURN(nlohmann::json index, read_json_file(index_path, JsonLimits{8, size_t(64) << 20}));
     LMRUN_ASSIGN_OR_RETURN(auto weight_map, parse_weight_map(index, index_path));
     std::map<std::string, size_t> file_index_by_shard;
     for (const auto& [name, shard] : weight_map) {
@@ -82,7 +79,10 @@ Status Checkpoint::open_sharded(const std::string& index_path) {
         std::string shard_path = (fs::path(dir_) / shard).string();
         std::error_code error;
         if (!fs::exists(shard_path, error))
-            return make_error("{}: shard '{}' (for tensor '{}') does not exist", index_path, shard, name);
+            return with_subject(
+                make_error(ErrorKind::NotFound, "{}: shard '{}' (for tensor '{}') does not exist", index_path,
+                           shard, name),
+                shard_path);
         LMRUN_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(shard_path));
         file_index_by_shard[shard] = files_.size();
         files_.push_back(std::move(file));
@@ -92,8 +92,8 @@ Status Checkpoint::open_sharded(const std::string& index_path) {
         const SafetensorsFile& file = files_[file_index_by_shard[shard]];
         const TensorInfo* tensor = file.find(name);
         if (tensor == nullptr)
-            return make_error("{}: tensor '{}' is mapped to shard '{}' but {} has no such tensor", index_path,
-                              name, shard, file.path());
+            return corrupt(index_path, "{}: tensor '{}' is mapped to shard '{}' but {} has no such tensor",
+                           index_path, name, shard, file.path());
         by_name_[name] = tensor;
     }
     return ok_status();
@@ -107,8 +107,10 @@ const TensorInfo* Checkpoint::find(std::string_view name) const {
 Result<const TensorInfo*> Checkpoint::get(std::string_view name) const {
     const TensorInfo* tensor = find(name);
     if (tensor == nullptr)
-        return make_error("{}: tensor {} not found in any of the {} safetensors files", dir_, name,
-                          files_.size());
+        return with_subject(
+            make_error(ErrorKind::Corrupt, "{}: tensor {} not found in any of the {} safetensors files", dir_,
+                       name, files_.size()),
+            dir_);
     return tensor;
 }
 

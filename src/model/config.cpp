@@ -1,11 +1,19 @@
 #include "model/config.h"
 
+#include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include "core/json_io.h"
+#include "model/config_limits.h"
 
 namespace lmrun {
 namespace {
+
+// A field that is missing, of the wrong type or out of its domain: the file is at fault.
+template <typename... Args>
+Error config_error(const std::string& source, fmt::format_string<Args...> format, Args&&... args) {
+    return with_subject(make_error(ErrorKind::Corrupt, format, std::forward<Args>(args)...), source);
+}
 
 struct ArchEntry {
     ModelArch arch;
@@ -33,21 +41,26 @@ Result<const ArchEntry*> parse_architecture(const nlohmann::json& json, const st
     auto archs = json.find("architectures");
     if (archs != json.end() && !archs->is_null()) {
         if (!archs->is_array() || archs->empty() || !(*archs)[0].is_string())
-            return make_error("{}: field 'architectures' must be a non-empty list of strings", source);
+            return config_error(source, "{}: field 'architectures' must be a non-empty list of strings",
+                                source);
         std::string name = (*archs)[0].get<std::string>();
         for (const ArchEntry& entry : kArchitectures)
             if (entry.class_name == name) return &entry;
-        return make_error("{}: unsupported architecture '{}' (supported: {})", source, name,
-                          supported_architectures());
+        return with_subject(
+            make_error(ErrorKind::Unsupported, "{}: unsupported architecture '{}' (supported: {})", source,
+                       name, supported_architectures()),
+            source);
     }
     auto type = json.find("model_type");
     if (type == json.end() || !type->is_string())
-        return make_error("{}: missing required field 'architectures' (or 'model_type')", source);
+        return config_error(source, "{}: missing required field 'architectures' (or 'model_type')", source);
     std::string name = type->get<std::string>();
     for (const ArchEntry& entry : kArchitectures)
         if (entry.model_type == name) return &entry;
-    return make_error("{}: unsupported model_type '{}' (supported architectures: {})", source, name,
-                      supported_architectures());
+    return with_subject(
+        make_error(ErrorKind::Unsupported, "{}: unsupported model_type '{}' (supported architectures: {})",
+                   source, name, supported_architectures()),
+        source);
 }
 
 // A positive integer field; `fallback` (if set) is used when the field is absent or null.
@@ -56,13 +69,13 @@ Result<int64_t> positive_int(const nlohmann::json& json, const char* field, cons
     auto it = json.find(field);
     if (it == json.end() || it->is_null()) {
         if (fallback) return *fallback;
-        return make_error("{}: missing required field '{}'", source, field);
+        return config_error(source, "{}: missing required field '{}'", source, field);
     }
     if (!it->is_number_integer())
-        return make_error("{}: field '{}' must be an integer, got {}", source, field, it->dump());
+        return config_error(source, "{}: field '{}' must be an integer, got {}", source, field, it->dump());
     int64_t value = it->get<int64_t>();
     if (value <= 0 || (it->is_number_unsigned() && it->get<uint64_t>() > uint64_t(INT64_MAX)))
-        return make_error("{}: field '{}' must be positive, got {}", source, field, it->dump());
+        return config_error(source, "{}: field '{}' must be positive, got {}", source, field, it->dump());
     return value;
 }
 
@@ -71,9 +84,11 @@ Result<double> positive_number(const nlohmann::json& json, const char* field, co
     auto it = json.find(field);
     if (it == json.end() || it->is_null()) return fallback;
     if (!it->is_number())
-        return make_error("{}: field '{}' must be a number, got {}", source, field, it->dump());
+        return config_error(source, "{}: field '{}' must be a number, got {}", source, field, it->dump());
     double value = it->get<double>();
-    if (!(value > 0)) return make_error("{}: field '{}' must be positive, got {}", source, field, it->dump());
+    if (!(value > 0) || !std::isfinite(value))
+        return config_error(source, "{}: field '{}' must be a positive finite number, got {}", source, field,
+                            it->dump());
     return value;
 }
 
@@ -82,14 +97,15 @@ Result<bool> boolean(const nlohmann::json& json, const char* field, const std::s
     auto it = json.find(field);
     if (it == json.end() || it->is_null()) return fallback;
     if (!it->is_boolean())
-        return make_error("{}: field '{}' must be true or false, got {}", source, field, it->dump());
+        return config_error(source, "{}: field '{}' must be true or false, got {}", source, field,
+                            it->dump());
     return it->get<bool>();
 }
 
 Result<int32_t> token_id(const nlohmann::json& value, const char* field, const std::string& source) {
     if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() > INT32_MAX)
-        return make_error("{}: field '{}' must hold non-negative integer token ids, got {}", source, field,
-                          value.dump());
+        return config_error(source, "{}: field '{}' must hold non-negative integer token ids, got {}", source,
+                            field, value.dump());
     return int32_t(value.get<int64_t>());
 }
 
@@ -121,8 +137,11 @@ Status parse_dtype_field(const nlohmann::json& json, const std::string& source, 
     }
     std::optional<DType> dtype = it->is_string() ? parse_dtype(it->get<std::string>()) : std::nullopt;
     if (!dtype || (*dtype != DType::F32 && *dtype != DType::BF16 && *dtype != DType::F16))
-        return make_error("{}: field '{}' has unsupported value {} (supported: float32, bfloat16, float16)",
-                          source, field, it->dump());
+        return with_subject(
+            make_error(ErrorKind::Unsupported,
+                       "{}: field '{}' has unsupported value {} (supported: float32, bfloat16, float16)",
+                       source, field, it->dump()),
+            source);
     config.torch_dtype = *dtype;
     return ok_status();
 }
@@ -138,8 +157,11 @@ Status check_rope_scaling(const nlohmann::json& json, const std::string& source)
         if (type != it->end() && type->is_string() && type->get<std::string>() == "default")
             return ok_status();
     }
-    return make_error("{}: field 'rope_scaling' = {} is not supported (only null or \"default\")", source,
-                      it->dump());
+    return with_subject(
+        make_error(ErrorKind::Unsupported,
+                   "{}: field 'rope_scaling' = {} is not supported (only null or \"default\")", source,
+                   it->dump()),
+        source);
 }
 
 Status parse_sizes(const nlohmann::json& json, const std::string& source, ModelConfig& config) {
@@ -154,15 +176,15 @@ Status parse_sizes(const nlohmann::json& json, const std::string& source, ModelC
                            positive_int(json, "max_position_embeddings", source));
     if (!json.contains("head_dim") || json["head_dim"].is_null()) {
         if (config.hidden_size % config.num_attention_heads != 0)
-            return make_error(
-                "{}: hidden_size {} is not divisible by num_attention_heads {} (and no head_dim)", source,
-                config.hidden_size, config.num_attention_heads);
+            return config_error(
+                source, "{}: hidden_size {} is not divisible by num_attention_heads {} (and no head_dim)",
+                source, config.hidden_size, config.num_attention_heads);
     }
     LMRUN_ASSIGN_OR_RETURN(config.head_dim, positive_int(json, "head_dim", source,
                                                          config.hidden_size / config.num_attention_heads));
     if (config.num_attention_heads % config.num_key_value_heads != 0)
-        return make_error("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", source,
-                          config.num_attention_heads, config.num_key_value_heads);
+        return config_error(source, "{}: num_attention_heads {} is not a multiple of num_key_value_heads {}",
+                            source, config.num_attention_heads, config.num_key_value_heads);
     return ok_status();
 }
 
@@ -191,7 +213,7 @@ ModelConfig default_model_config(ModelArch arch) {
 
 Result<ModelConfig> parse_model_config(const nlohmann::json& json, const std::string& source_name) {
     const std::string& source = source_name;
-    if (!json.is_object()) return make_error("{}: config must be a JSON object", source);
+    if (!json.is_object()) return config_error(source, "{}: config must be a JSON object", source);
     LMRUN_ASSIGN_OR_RETURN(const ArchEntry* entry, parse_architecture(json, source));
     ModelConfig config = default_model_config(entry->arch);
     LMRUN_RETURN_IF_ERROR(parse_sizes(json, source, config));
@@ -205,20 +227,22 @@ Result<ModelConfig> parse_model_config(const nlohmann::json& json, const std::st
     LMRUN_RETURN_IF_ERROR(parse_special_tokens(json, source, config));
     LMRUN_RETURN_IF_ERROR(check_rope_scaling(json, source));
     LMRUN_ASSIGN_OR_RETURN(config.quantization, parse_quantization_config(json, source));
+    LMRUN_RETURN_IF_ERROR(check_config_limits(config, source));
     return config;
 }
 
 Result<ModelConfig> load_model_config(const std::string& model_dir) {
     std::error_code error;
     if (!std::filesystem::is_directory(model_dir, error))
-        return make_error("{}: model folder not found (or not a directory)", model_dir);
+        return with_subject(
+            make_error(ErrorKind::NotFound, "{}: model folder not found (or not a directory)", model_dir),
+            model_dir);
     std::string path = (std::filesystem::path(model_dir) / "config.json").string();
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return make_error("{}: cannot open config file (missing config.json?)", path);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    nlohmann::json json = nlohmann::json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
-    if (json.is_discarded()) return make_error("{}: malformed JSON", path);
+    if (!std::filesystem::exists(path, error))
+        return with_subject(make_error(ErrorKind::NotFound, "{}: no config.json in the model folder", path),
+                            path);
+    // A config is a few KB; the limit keeps a hostile file from filling memory.
+    LMRUN_ASSIGN_OR_RETURN(nlohmann::json json, read_json_file(path, JsonLimits{64, size_t(16) << 20}));
     return parse_model_config(json, path);
 }
 

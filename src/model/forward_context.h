@@ -15,7 +15,6 @@ namespace lmrun {
 enum class LinearPath { Fastest, AllocationFree };
 
 struct ForwardContext {
-    bool is_prefill = false;
     LinearPath linear_path = LinearPath::Fastest;
     int64_t num_tokens = 0;         // real tokens in the step
     int64_t num_padded_tokens = 0;  // rows the projections run on (decode pads to its bucket)
@@ -23,9 +22,6 @@ struct ForwardContext {
     const int32_t* input_ids = nullptr;     // [num_padded_tokens]
     const int32_t* positions = nullptr;     // [num_padded_tokens]
     const int32_t* cu_seqlens_q = nullptr;  // [num_seqs + 1]
-    const int32_t* cu_seqlens_k = nullptr;  // [num_seqs + 1]
-    int64_t max_seqlen_q = 0;
-    int64_t max_seqlen_k = 0;
     const int32_t* slot_mapping = nullptr;  // [num_padded_tokens]; -1 = do not store
     const int32_t* context_lens = nullptr;  // [num_seqs]
     const int32_t* block_tables = nullptr;  // [num_seqs, max_blocks_per_seq]

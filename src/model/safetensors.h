@@ -2,7 +2,8 @@
 // mapping, never copies. Layout: 8-byte little-endian header size N, N bytes of JSON
 // {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__": {str: str}}, then
 // the data buffer; offsets are bytes relative to the buffer's start, data row-major.
-// open() validates the whole header against the file size before anything reads data.
+// open() validates the whole header before anything reads data: sizes against shapes, and
+// the tensors tiling the data buffer exactly (no overlap, no gap, nothing past the end).
 #pragma once
 
 #include <cstddef>

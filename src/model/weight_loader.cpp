@@ -47,7 +47,8 @@ Status check_inputs(const TensorInfo& src, const Tensor& dst, const ParallelConf
                           src.file_path, src.name);
     if (src.dtype == DType::I8) return ok_status();
     if (!is_float(src.dtype))
-        return make_error("{}: tensor '{}' has dtype {}, expected a float type (F32, BF16, F16)",
+        return make_error(ErrorKind::Unsupported,
+                          "{}: tensor '{}' has dtype {}, expected a float type (F32, BF16, F16)",
                           src.file_path, src.name, dtype_name(src.dtype));
     if (!is_float(dst.dtype()) || (dst.empty() && dst.numel() != 0))
         return make_error("{}: tensor '{}': destination must be an allocated F32/BF16/F16 tensor",
@@ -58,8 +59,8 @@ Status check_inputs(const TensorInfo& src, const Tensor& dst, const ParallelConf
 Status check_shape(const TensorInfo& src, const std::vector<int64_t>& expected,
                    const ParallelConfig& parallel) {
     if (src.shape == expected) return ok_status();
-    return make_error("{}: tensor '{}' has shape {}, expected {}{}", src.file_path, src.name,
-                      src.shape_string(), shape_to_string(expected), tp_note(parallel));
+    return make_error(ErrorKind::Corrupt, "{}: tensor '{}' has shape {}, expected {}{}", src.file_path,
+                      src.name, src.shape_string(), shape_to_string(expected), tp_note(parallel));
 }
 
 // Converts `count` elements; `src` may be unaligned (safetensors only promises byte offsets).
@@ -212,14 +213,15 @@ Status load_merged_column_shard(const TensorInfo& src, Tensor& dst, int index,
 
 Status load_vocab_parallel(const TensorInfo& src, Tensor& dst, const ParallelConfig& parallel) {
     if (dst.rank() != 2 || src.shape.size() != 2)
-        return make_error("{}: tensor '{}' has shape {}, expected a 2-D [vocab, hidden] tensor",
+        return make_error(ErrorKind::Corrupt,
+                          "{}: tensor '{}' has shape {}, expected a 2-D [vocab, hidden] tensor",
                           src.file_path, src.name, src.shape_string());
     int64_t rows_per_rank = dst.dim(0);
     int64_t vocab = src.shape[0];
     if (vocab > rows_per_rank * parallel.tp_size || src.shape[1] != dst.dim(1))
-        return make_error("{}: tensor '{}' has shape {}, expected [<= {}, {}]{}", src.file_path, src.name,
-                          src.shape_string(), rows_per_rank * parallel.tp_size, dst.dim(1),
-                          tp_note(parallel));
+        return make_error(ErrorKind::Corrupt, "{}: tensor '{}' has shape {}, expected [<= {}, {}]{}",
+                          src.file_path, src.name, src.shape_string(), rows_per_rank * parallel.tp_size,
+                          dst.dim(1), tp_note(parallel));
     int64_t begin = std::min(vocab, int64_t(parallel.tp_rank) * rows_per_rank);
     int64_t end = std::min(vocab, begin + rows_per_rank);
     ShardCopy copy;

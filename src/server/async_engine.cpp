@@ -135,6 +135,7 @@ void AsyncEngine::run() {
         for (const std::string& id : aborts) abort_request(id);
         if (abort_everything) {
             std::vector<std::string> ids;
+            ids.reserve(trackers_.size());
             for (const auto& [id, tracker] : trackers_) ids.push_back(id);
             for (const std::string& id : ids) abort_request(id);
         }
@@ -210,7 +211,7 @@ void AsyncEngine::finish(RequestOutput output) {
         const double tpot = num_tokens > 1 ? (now - tracker->first_token_time) / double(num_tokens - 1) : 0;
         metrics_.observe_finished(completion.finish_reason, e2e, tpot);
         if (!status.empty()) status += ",";
-        status += finish_reason_name(completion.finish_reason);
+        status += to_string(completion.finish_reason);
         if (!completion.error_message.empty()) status += "(" + completion.error_message + ")";
     }
     log_info("request {}: prompt {} tok, output {} tok, ttft {:.3f} s, total {:.3f} s, {}", output.request_id,

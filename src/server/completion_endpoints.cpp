@@ -16,7 +16,6 @@ GenerationPlan plan_for(const EndpointContext& context, const GenerationRequest&
     plan.include_usage = request.stream && request.include_usage;
     plan.logprobs = request.params.logprobs.has_value();
     plan.return_token_ids = request.return_token_ids;
-    plan.stop_strings = request.params.stop;
     return plan;
 }
 

@@ -1,7 +1,6 @@
 #include "server/generation_responder.h"
 
 #include <algorithm>
-#include <charconv>
 
 namespace lmrun::server {
 namespace {
@@ -167,7 +166,7 @@ Json choices_of(EndpointContext& context, const GenerationPlan& plan,
                   [](const auto& a, const auto& b) { return a.index < b.index; });
         for (const CompletionOutput& completion : completions) {
             Json logprobs = nullptr;
-            Json stop_reason = stop_reason_json(completion, plan.stop_strings);
+            Json stop_reason = stop_reason_json(completion.stop_reason);
             if (plan.kind == ApiKind::Chat) {
                 if (plan.logprobs) logprobs = chat_logprobs(completion.logprobs, token_text);
                 choices.push_back(chat_choice(completion.index, completion.text, std::move(logprobs),
@@ -246,16 +245,6 @@ struct WholeRequest : std::enable_shared_from_this<WholeRequest> {
 };
 
 }  // namespace
-
-Json stop_reason_json(const CompletionOutput& completion, const std::vector<std::string>& stop_strings) {
-    if (completion.finish_reason != FinishReason::Stop || completion.stop_reason.empty()) return nullptr;
-    const std::string& reason = completion.stop_reason;
-    if (std::find(stop_strings.begin(), stop_strings.end(), reason) != stop_strings.end()) return reason;
-    int64_t token_id = 0;
-    auto [ptr, error] = std::from_chars(reason.data(), reason.data() + reason.size(), token_id);
-    if (error == std::errc() && ptr == reason.data() + reason.size()) return token_id;
-    return reason;
-}
 
 void respond_generation(EndpointContext& context, GenerationPlan plan, const ExchangePtr& exchange) {
     std::vector<std::string> ids;

@@ -26,12 +26,8 @@ struct GenerationPlan {
     bool logprobs = false;
     bool return_token_ids = false;
     std::vector<std::string> echo_prefixes;  // completions with echo: the prompt text, per prompt
-    std::vector<std::string> stop_strings;   // to tell a stop string from a stop token in stop_reason
 };
 
 void respond_generation(EndpointContext& context, GenerationPlan plan, const ExchangePtr& exchange);
-
-// vLLM's stop_reason: the stop string, the stop token id, or null (EOS / not stopped).
-Json stop_reason_json(const CompletionOutput& completion, const std::vector<std::string>& stop_strings);
 
 }  // namespace lmrun::server

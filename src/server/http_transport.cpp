@@ -23,7 +23,7 @@ namespace lmrun::server {
 namespace {
 
 // MHD asks the content reader for at most this much at a time.
-constexpr size_t kStreamBlockBytes = 16 * 1024;
+constexpr size_t kStreamBlockBytes = size_t(16) << 10;  // 16 KiB
 
 bool equals_ignoring_case(std::string_view a, std::string_view b) {
     if (a.size() != b.size()) return false;

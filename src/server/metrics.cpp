@@ -64,7 +64,7 @@ void Histogram::render(const std::string& name, const std::string& labels, std::
     out += fmt::format("{}_count{{{}}} {}\n", name, labels, count_);
 }
 
-ServerMetrics::ServerMetrics(std::string model_name)
+ServerMetrics::ServerMetrics(const std::string& model_name)
     : labels_("model_name=\"" + escape_label_value(model_name) + "\""),
       time_to_first_token_(kTimeToFirstTokenBuckets),
       inter_token_latency_(kTokenLatencyBuckets),
@@ -72,7 +72,7 @@ ServerMetrics::ServerMetrics(std::string model_name)
       e2e_latency_(kE2eLatencyBuckets) {
     for (FinishReason reason :
          {FinishReason::Stop, FinishReason::Length, FinishReason::Abort, FinishReason::Error}) {
-        finished_by_reason_[finish_reason_name(reason)] = 0;
+        finished_by_reason_[to_string(reason)] = 0;
     }
 }
 
@@ -99,7 +99,7 @@ void ServerMetrics::observe_inter_token_latency(double seconds) {
 void ServerMetrics::observe_finished(FinishReason reason, double e2e_seconds,
                                      double time_per_output_token_seconds) {
     std::lock_guard lock(mutex_);
-    ++finished_by_reason_[finish_reason_name(reason)];
+    ++finished_by_reason_[to_string(reason)];
     e2e_latency_.observe(e2e_seconds);
     if (time_per_output_token_seconds > 0) time_per_output_token_.observe(time_per_output_token_seconds);
 }
@@ -127,46 +127,44 @@ EngineGauges ServerMetrics::gauges() const {
 std::string ServerMetrics::render() const {
     std::lock_guard lock(mutex_);
     std::string out;
-    auto line = [&](const char* name, auto value) {
+    auto gauge = [&](const char* name, const char* help, auto value) {
+        header(out, name, "gauge", help);
         out += fmt::format("{}{{{}}} {}\n", name, labels_, value);
     };
-    header(out, "vllm:num_requests_running", "gauge", "Sequences in the running batch.");
-    line("vllm:num_requests_running", gauges_.num_running);
-    header(out, "vllm:num_requests_waiting", "gauge", "Sequences waiting to be scheduled.");
-    line("vllm:num_requests_waiting", gauges_.num_waiting);
-    header(out, "vllm:kv_cache_usage_perc", "gauge", "KV cache usage; 1 means 100 percent.");
-    line("vllm:kv_cache_usage_perc", gauges_.kv_cache_usage);
-    header(out, "vllm:prefix_cache_queries", "counter", "Prompt tokens looked up in the prefix cache.");
-    line("vllm:prefix_cache_queries_total", gauges_.prefix_cache_queries);
-    header(out, "vllm:prefix_cache_hits", "counter", "Prompt tokens found in the prefix cache.");
-    line("vllm:prefix_cache_hits_total", gauges_.prefix_cache_hits);
-    header(out, "vllm:num_preemptions", "counter", "Preempted sequences.");
-    line("vllm:num_preemptions_total", gauges_.num_preemptions);
-    header(out, "vllm:prompt_tokens", "counter", "Prompt tokens of admitted requests.");
-    line("vllm:prompt_tokens_total", prompt_tokens_);
-    header(out, "vllm:generation_tokens", "counter", "Generated tokens.");
-    line("vllm:generation_tokens_total", generation_tokens_);
+    auto counter = [&](const char* name, const char* help, auto value) {
+        header(out, name, "counter", help);
+        out += fmt::format("{}_total{{{}}} {}\n", name, labels_, value);
+    };
+    auto histogram = [&](const char* name, const char* help, const Histogram& values) {
+        header(out, name, "histogram", help);
+        values.render(name, labels_, out);
+    };
+    gauge("vllm:num_requests_running", "Sequences in the running batch.", gauges_.num_running);
+    gauge("vllm:num_requests_waiting", "Sequences waiting to be scheduled.", gauges_.num_waiting);
+    gauge("vllm:kv_cache_usage_perc", "KV cache usage; 1 means 100 percent.", gauges_.kv_cache_usage);
+    counter("vllm:prefix_cache_queries", "Prompt tokens looked up in the prefix cache.",
+            gauges_.prefix_cache_queries);
+    counter("vllm:prefix_cache_hits", "Prompt tokens found in the prefix cache.", gauges_.prefix_cache_hits);
+    counter("vllm:num_preemptions", "Preempted sequences.", gauges_.num_preemptions);
+    counter("vllm:prompt_tokens", "Prompt tokens of admitted requests.", prompt_tokens_);
+    counter("vllm:generation_tokens", "Generated tokens.", generation_tokens_);
     header(out, "vllm:request_success", "counter", "Finished completions by finish reason.");
     for (const auto& [reason, count] : finished_by_reason_) {
         out += fmt::format("vllm:request_success_total{{{},finished_reason=\"{}\"}} {}\n", labels_, reason,
                            count);
     }
-    header(out, "vllm:time_to_first_token_seconds", "histogram", "Time to first token.");
-    time_to_first_token_.render("vllm:time_to_first_token_seconds", labels_, out);
-    header(out, "vllm:inter_token_latency_seconds", "histogram", "Time between consecutive tokens.");
-    inter_token_latency_.render("vllm:inter_token_latency_seconds", labels_, out);
-    header(out, "vllm:time_per_output_token_seconds", "histogram",
-           "Mean time per output token of a request.");
-    time_per_output_token_.render("vllm:time_per_output_token_seconds", labels_, out);
-    header(out, "vllm:e2e_request_latency_seconds", "histogram", "End-to-end request latency.");
-    e2e_latency_.render("vllm:e2e_request_latency_seconds", labels_, out);
+    histogram("vllm:time_to_first_token_seconds", "Time to first token.", time_to_first_token_);
+    histogram("vllm:inter_token_latency_seconds", "Time between consecutive tokens.", inter_token_latency_);
+    histogram("vllm:time_per_output_token_seconds", "Mean time per output token of a request.",
+              time_per_output_token_);
+    histogram("vllm:e2e_request_latency_seconds", "End-to-end request latency.", e2e_latency_);
     header(out, "lmrun:http_responses", "counter", "HTTP responses of the API endpoints by status.");
     for (const auto& [status, count] : http_responses_) {
         out += fmt::format("lmrun:http_responses_total{{{},status=\"{}\"}} {}\n", labels_, status, count);
     }
-    header(out, "lmrun:http_connections_dropped", "counter",
-           "Connections closed for not sending a whole request in time (--request-timeout).");
-    line("lmrun:http_connections_dropped_total", dropped_connections_);
+    counter("lmrun:http_connections_dropped",
+            "Connections closed for not sending a whole request in time (--request-timeout).",
+            dropped_connections_);
     return out;
 }
 

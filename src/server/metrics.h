@@ -47,7 +47,7 @@ struct EngineGauges {
 
 class ServerMetrics {
   public:
-    explicit ServerMetrics(std::string model_name);
+    explicit ServerMetrics(const std::string& model_name);
 
     void add_prompt_tokens(int64_t count);
     void add_generation_tokens(int64_t count);

@@ -12,7 +12,13 @@ Json usage_json(const Usage& usage) {
 
 Json finish_reason_json(FinishReason reason) {
     if (reason == FinishReason::None) return nullptr;
-    return finish_reason_name(reason);
+    return to_string(reason);
+}
+
+Json stop_reason_json(const StopReason& reason) {
+    if (const int32_t* token_id = std::get_if<int32_t>(&reason)) return *token_id;
+    if (const std::string* stop = std::get_if<std::string>(&reason)) return *stop;
+    return nullptr;
 }
 
 Json completion_logprobs(std::span<const TokenLogprob> logprobs, const TokenTextFn& token_text,
@@ -62,58 +68,66 @@ Json chat_logprobs(std::span<const TokenLogprob> logprobs, const TokenTextFn& to
     return {{"content", std::move(content)}};
 }
 
-Json completion_choice(int32_t index, const std::string& text, Json logprobs, FinishReason reason,
-                       Json stop_reason) {
+namespace {
+
+// The fields every choice has, in OpenAI's order; `content_key` is "text", "message" or "delta".
+Json choice_fields(int32_t index, const char* content_key, Json content, Json logprobs, FinishReason reason) {
     return {{"index", index},
-            {"text", text},
+            {content_key, std::move(content)},
             {"logprobs", std::move(logprobs)},
-            {"finish_reason", finish_reason_json(reason)},
-            {"stop_reason", std::move(stop_reason)}};
+            {"finish_reason", finish_reason_json(reason)}};
 }
 
-Json completion_response(const ResponseHeader& header, Json choices, const Usage& usage) {
-    Json json = header_fields(header, "text_completion");
+Json whole_response(const ResponseHeader& header, const char* object, Json choices, const Usage& usage) {
+    Json json = header_fields(header, object);
     json["choices"] = std::move(choices);
     json["usage"] = usage_json(usage);
     return json;
+}
+
+Json one_choice_chunk(const ResponseHeader& header, const char* object, Json choice, bool include_usage) {
+    Json json = header_fields(header, object);
+    json["choices"] = Json::array({std::move(choice)});
+    if (include_usage) json["usage"] = nullptr;
+    return json;
+}
+
+}  // namespace
+
+Json completion_choice(int32_t index, const std::string& text, Json logprobs, FinishReason reason,
+                       Json stop_reason) {
+    Json choice = choice_fields(index, "text", text, std::move(logprobs), reason);
+    choice["stop_reason"] = std::move(stop_reason);
+    return choice;
+}
+
+Json completion_response(const ResponseHeader& header, Json choices, const Usage& usage) {
+    return whole_response(header, "text_completion", std::move(choices), usage);
 }
 
 Json completion_chunk(const ResponseHeader& header, int32_t index, const std::string& text, Json logprobs,
                       FinishReason reason, bool include_usage) {
-    Json json = header_fields(header, "text_completion");
-    json["choices"] = Json::array({{{"index", index},
-                                    {"text", text},
-                                    {"logprobs", std::move(logprobs)},
-                                    {"finish_reason", finish_reason_json(reason)}}});
-    if (include_usage) json["usage"] = nullptr;
-    return json;
+    return one_choice_chunk(header, "text_completion",
+                            choice_fields(index, "text", text, std::move(logprobs), reason), include_usage);
 }
 
 Json chat_choice(int32_t index, const std::string& content, Json logprobs, FinishReason reason,
                  Json stop_reason) {
-    return {{"index", index},
-            {"message", {{"role", "assistant"}, {"content", content}}},
-            {"logprobs", std::move(logprobs)},
-            {"finish_reason", finish_reason_json(reason)},
-            {"stop_reason", std::move(stop_reason)}};
+    Json message = {{"role", "assistant"}, {"content", content}};
+    Json choice = choice_fields(index, "message", std::move(message), std::move(logprobs), reason);
+    choice["stop_reason"] = std::move(stop_reason);
+    return choice;
 }
 
 Json chat_response(const ResponseHeader& header, Json choices, const Usage& usage) {
-    Json json = header_fields(header, "chat.completion");
-    json["choices"] = std::move(choices);
-    json["usage"] = usage_json(usage);
-    return json;
+    return whole_response(header, "chat.completion", std::move(choices), usage);
 }
 
 Json chat_chunk(const ResponseHeader& header, int32_t index, Json delta, Json logprobs, FinishReason reason,
                 bool include_usage) {
-    Json json = header_fields(header, "chat.completion.chunk");
-    json["choices"] = Json::array({{{"index", index},
-                                    {"delta", std::move(delta)},
-                                    {"logprobs", std::move(logprobs)},
-                                    {"finish_reason", finish_reason_json(reason)}}});
-    if (include_usage) json["usage"] = nullptr;
-    return json;
+    return one_choice_chunk(header, "chat.completion.chunk",
+                            choice_fields(index, "delta", std::move(delta), std::move(logprobs), reason),
+                            include_usage);
 }
 
 Json usage_chunk(const ResponseHeader& header, const char* object, const Usage& usage) {

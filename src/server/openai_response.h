@@ -39,6 +39,8 @@ struct Usage {
 Json usage_json(const Usage& usage);
 // "stop", "length", "abort", "error"; null while unfinished.
 Json finish_reason_json(FinishReason reason);
+// vLLM's stop_reason: the stop token id (a number), the stop string, or null (EOS, length, unfinished).
+Json stop_reason_json(const StopReason& reason);
 
 // text_offset counts from `first_offset` (the bytes of completion text before these tokens).
 Json completion_logprobs(std::span<const TokenLogprob> logprobs, const TokenTextFn& token_text,

@@ -4,21 +4,10 @@
 
 #include <fmt/format.h>
 
+#include "engine/prompt_check.h"
+
 namespace lmrun::server {
 namespace {
-
-// tokenizer_config's bos_token / eos_token: a string or {"content": ...}.
-std::string special_token_string(const Tokenizer* tokenizer, const char* key) {
-    if (!tokenizer) return {};
-    const nlohmann::json& config = tokenizer->tokenizer_config();
-    if (!config.contains(key)) return {};
-    const nlohmann::json& value = config[key];
-    if (value.is_string()) return value.get<std::string>();
-    if (value.is_object() && value.contains("content") && value["content"].is_string()) {
-        return value["content"].get<std::string>();
-    }
-    return {};
-}
 
 // The longest token string in bytes. A token never stands for more input bytes than its own
 // string holds (byte-level BPE maps each byte to one or two; SentencePiece's "▁" is three
@@ -37,8 +26,6 @@ PromptProcessor::PromptProcessor(const Tokenizer* tokenizer, std::optional<ChatT
                                  ModelInfo info)
     : tokenizer_(tokenizer),
       chat_template_(std::move(chat_template)),
-      bos_token_(special_token_string(tokenizer, "bos_token")),
-      eos_token_(special_token_string(tokenizer, "eos_token")),
       info_(std::move(info)),
       max_text_bytes_(size_t(std::max<int64_t>(info_.max_model_len, 1)) * longest_token_bytes(tokenizer) *
                       kNormalizationSlack) {}
@@ -73,7 +60,8 @@ std::optional<ApiError> PromptProcessor::render_chat(const nlohmann::ordered_jso
         return invalid_request("this model has no chat template; start the server with --chat-template FILE",
                                "messages");
     }
-    Result<std::string> rendered = chat_template_->apply(messages, options, bos_token_, eos_token_);
+    Result<std::string> rendered =
+        chat_template_->apply(messages, options, tokenizer_->bos_token(), tokenizer_->eos_token());
     if (!rendered.ok()) {
         // The template refused these messages (raise_exception, a limit): the request's fault, unless the
         // error says otherwise.
@@ -98,23 +86,11 @@ std::optional<ApiError> PromptProcessor::encode_chat(const ChatRequest& request,
 std::optional<ApiError> PromptProcessor::fit_to_context(const std::vector<int32_t>& ids,
                                                         bool max_tokens_given, const char* prompt_field,
                                                         SamplingParams& params) const {
-    if (ids.empty()) return invalid_request(fmt::format("{} must not be empty", prompt_field), prompt_field);
-    for (int32_t id : ids) {
-        if (id < 0 || id >= info_.vocab_size) {
-            return invalid_request(
-                fmt::format("token id {} is outside the vocabulary [0, {})", id, info_.vocab_size),
-                prompt_field);
-        }
-    }
+    // The engine's own checks (vocabulary, at least one token of room), reported on prompt_field.
+    if (Status valid = check_prompt_ids(ids, info_.vocab_size, info_.max_model_len); !valid.ok())
+        return invalid_request(valid.error().message, prompt_field);
     const int64_t num_prompt_tokens = int64_t(ids.size());
     const int64_t max_len = info_.max_model_len;
-    if (num_prompt_tokens >= max_len) {
-        return invalid_request(
-            fmt::format("This model's maximum context length is {} tokens. However, your request "
-                        "has {} input tokens. Please reduce the length of the input.",
-                        max_len, num_prompt_tokens),
-            prompt_field);
-    }
     // Written as a difference: max_tokens may be as large as the request's range allows.
     if (max_tokens_given && params.max_tokens > max_len - num_prompt_tokens) {
         return invalid_request(

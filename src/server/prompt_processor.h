@@ -59,8 +59,6 @@ class PromptProcessor {
 
     const Tokenizer* tokenizer_;
     std::optional<ChatTemplate> chat_template_;
-    std::string bos_token_;
-    std::string eos_token_;
     ModelInfo info_;
     size_t max_text_bytes_;  // max_model_len x the longest token's bytes x kNormalizationSlack
 };

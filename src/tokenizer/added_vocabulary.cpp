@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tokenizer/token_map.h"
 #include "tokenizer/unicode.h"
 
 namespace lmrun {
@@ -29,9 +30,20 @@ Result<AddedVocabulary> AddedVocabulary::from_json(const nlohmann::json& added_t
     vocabulary.raw_trie_.emplace_back();
     vocabulary.normalized_trie_.emplace_back();
     for (const auto& entry : added_tokens) {
+        if (!entry.is_object() || !entry.contains("id") || !entry.contains("content") ||
+            !entry["content"].is_string())
+            return make_error("added_tokens: entry {} needs an integer \"id\" and a string \"content\"",
+                              vocabulary.tokens_.size());
+        const nlohmann::json& id = entry["id"];
+        // Range-checked as a 64-bit value: get<int32_t>() would wrap 4294967296 to 0.
+        if (!id.is_number_integer() ||
+            (id.is_number_unsigned() && id.get<uint64_t>() >= uint64_t(kMaxTokenIds)) ||
+            id.get<int64_t>() < 0 || id.get<int64_t>() >= kMaxTokenIds)
+            return make_error("added token {} has id {}, out of range [0, {})", entry["content"].dump(),
+                              id.dump(), kMaxTokenIds);
         AddedToken token;
-        token.id = entry.at("id").get<int32_t>();
-        token.content = entry.at("content").get<std::string>();
+        token.id = static_cast<int32_t>(id.get<int64_t>());
+        token.content = entry["content"].get<std::string>();
         token.single_word = entry.value("single_word", false);
         token.lstrip = entry.value("lstrip", false);
         token.rstrip = entry.value("rstrip", false);

@@ -89,10 +89,12 @@ Result<BpeModel> BpeModel::from_json(const nlohmann::json& spec) {
 Result<BpeModel> BpeModel::build(const nlohmann::json& spec, BpeTables tables) {
     if (!spec.is_object()) return make_error("\"model\" is missing or not an object");
     const std::string type = spec.value("type", std::string("BPE"));
-    if (type != "BPE") return make_error("unsupported model type '{}' (only BPE is implemented)", type);
+    if (type != "BPE")
+        return make_error(ErrorKind::Unsupported, "unsupported model type '{}' (only BPE is implemented)",
+                          type);
     if (!tables.error.empty()) return make_error("{}", tables.error);
     if (spec.contains("dropout") && spec["dropout"].is_number() && spec["dropout"].get<double>() > 0.0) {
-        return make_error("BPE dropout is not supported");
+        return make_error(ErrorKind::Unsupported, "BPE dropout is not supported");
     }
     BpeModel model;
     model.fuse_unk_ = spec.value("fuse_unk", false);
@@ -117,8 +119,8 @@ Result<BpeModel> BpeModel::build(const nlohmann::json& spec, BpeTables tables) {
 Status BpeModel::load_vocab(std::vector<std::pair<std::string, int64_t>>& vocab) {
     int32_t max_id = -1;
     for (const auto& [token, id] : vocab) {
-        if (id < 0 || id >= INT32_MAX)
-            return make_error("model.vocab: id {} of '{}' is out of range", id, token);
+        if (id < 0 || id >= kMaxTokenIds)
+            return make_error("model.vocab: id {} of '{}' is out of range [0, {})", id, token, kMaxTokenIds);
         max_id = std::max(max_id, static_cast<int32_t>(id));
     }
     id_to_token_.assign(static_cast<size_t>(max_id + 1), std::string());

@@ -1,7 +1,10 @@
 #include "tokenizer/chat_template.h"
 
+#include <fstream>
+
 #include "tokenizer/jinja/interpreter.h"
 #include "tokenizer/jinja/parser.h"
+#include "tokenizer/tokenizer.h"
 
 namespace lmrun {
 
@@ -10,9 +13,20 @@ const std::string& ChatTemplate::source() const {
     return source_ ? *source_ : kEmpty;
 }
 
+namespace {
+
+// The same error with `prefix: ` before its message; a syntax error in a template is the
+// template's fault (Corrupt) unless it hit a limit.
+Error prefixed(const Error& error, const std::string& prefix, ErrorKind syntax_kind) {
+    const ErrorKind kind = error.kind == ErrorKind::InvalidArgument ? syntax_kind : error.kind;
+    return Error{prefix + ": " + error.message, kind, error.subject};
+}
+
+}  // namespace
+
 Result<ChatTemplate> ChatTemplate::parse(const std::string& source) {
     auto parsed = jinja::parse_template(source);
-    if (!parsed.ok()) return make_error("chat template: {}", parsed.error().message);
+    if (!parsed.ok()) return prefixed(parsed.error(), "chat template", ErrorKind::Corrupt);
     ChatTemplate result;
     result.source_ = std::make_shared<const std::string>(source);
     result.template_ = std::shared_ptr<const jinja::Template>(std::move(parsed).value());
@@ -26,8 +40,12 @@ Result<ChatTemplate> ChatTemplate::from_tokenizer_config(const nlohmann::json& t
 
 Result<ChatTemplate> ChatTemplate::from_tokenizer_config(const nlohmann::ordered_json& tokenizer_config,
                                                          const std::string& source_name) {
+    auto corrupt = [&source_name](std::string message) {
+        return with_subject(make_error(ErrorKind::Corrupt, "{}: {}", source_name, message), source_name);
+    };
     if (!tokenizer_config.is_object() || !tokenizer_config.contains("chat_template"))
-        return make_error("{}: no \"chat_template\"", source_name);
+        return with_subject(make_error(ErrorKind::NotFound, "{}: no \"chat_template\"", source_name),
+                            source_name);
     const nlohmann::ordered_json& entry = tokenizer_config["chat_template"];
     const nlohmann::ordered_json* source = nullptr;
     if (entry.is_string()) {
@@ -38,15 +56,46 @@ Result<ChatTemplate> ChatTemplate::from_tokenizer_config(const nlohmann::ordered
                 named.contains("template"))
                 source = &named["template"];
         }
-        if (source == nullptr)
-            return make_error("{}: \"chat_template\" list has no \"default\" entry", source_name);
+        if (source == nullptr) return corrupt("\"chat_template\" list has no \"default\" entry");
     }
     if (source == nullptr || !source->is_string())
-        return make_error("{}: \"chat_template\" must be a string or a list of {{name, template}}",
-                          source_name);
+        return corrupt("\"chat_template\" must be a string or a list of {name, template}");
     auto parsed = parse(source->get<std::string>());
-    if (!parsed.ok()) return make_error("{}: {}", source_name, parsed.error().message);
+    if (!parsed.ok())
+        return with_subject(prefixed(parsed.error(), source_name, ErrorKind::Corrupt), source_name);
     return parsed;
+}
+
+Result<ChatTemplate> ChatTemplate::from_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        return with_subject(make_error(ErrorKind::NotFound, "{}: cannot open chat template", path), path);
+    std::string source;
+    char chunk[1 << 16];
+    while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+        source.append(chunk, size_t(in.gcount()));
+        if (source.size() > jinja::kMaxTemplateBytes)
+            return with_subject(make_error(ErrorKind::ResourceExhausted,
+                                           "{}: chat template larger than the limit of {} bytes", path,
+                                           jinja::kMaxTemplateBytes),
+                                path);
+    }
+    auto parsed = parse(source);
+    if (!parsed.ok()) return with_subject(prefixed(parsed.error(), path, ErrorKind::Corrupt), path);
+    return parsed;
+}
+
+Result<std::optional<ChatTemplate>> load_chat_template(const std::string& template_file,
+                                                       const nlohmann::json* tokenizer_config) {
+    if (!template_file.empty()) {
+        LMRUN_ASSIGN_OR_RETURN(ChatTemplate chat_template, ChatTemplate::from_file(template_file));
+        return std::optional<ChatTemplate>(std::move(chat_template));
+    }
+    if (tokenizer_config == nullptr || !tokenizer_config->contains("chat_template"))
+        return std::optional<ChatTemplate>();
+    LMRUN_ASSIGN_OR_RETURN(ChatTemplate chat_template,
+                           ChatTemplate::from_tokenizer_config(*tokenizer_config, "tokenizer_config.json"));
+    return std::optional<ChatTemplate>(std::move(chat_template));
 }
 
 Result<std::string> ChatTemplate::apply(const nlohmann::json& messages, const ChatTemplateOptions& options,
@@ -79,9 +128,10 @@ Result<std::string> ChatTemplate::apply(const nlohmann::ordered_json& messages,
             context.set(key, std::move(converted).value());
         }
     }
-    jinja::Interpreter interpreter(context);
+    jinja::Interpreter interpreter(context, options.limits);
     auto rendered = interpreter.render(*template_);
-    if (!rendered.ok()) return make_error("chat template: {}", rendered.error().message);
+    // Errors the template raises about the conversation are the request's (InvalidArgument).
+    if (!rendered.ok()) return prefixed(rendered.error(), "chat template", ErrorKind::InvalidArgument);
     return rendered;
 }
 

@@ -16,11 +16,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "core/result.h"
+#include "tokenizer/jinja/render_budget.h"
 
 namespace lmrun {
 
@@ -32,6 +34,8 @@ struct ChatTemplateOptions {
     bool add_generation_prompt = true;
     // e.g. {"enable_thinking": false}, "tools": [...]; ordered to keep key order for tojson.
     nlohmann::ordered_json extra_kwargs = nlohmann::ordered_json::object();
+    // Steps, bytes, output and depth one render may take (templates are untrusted).
+    jinja::RenderLimits limits;
 };
 
 class ChatTemplate {
@@ -51,6 +55,11 @@ class ChatTemplate {
     Result<std::string> apply(const nlohmann::ordered_json& messages, const ChatTemplateOptions& options,
                               const std::string& bos_token = "", const std::string& eos_token = "") const;
 
+    // A template file (e.g. --chat-template FILE): NotFound when it cannot be read,
+    // ResourceExhausted past jinja::kMaxTemplateBytes, Corrupt when it does not parse;
+    // errors name the file.
+    static Result<ChatTemplate> from_file(const std::string& path);
+
     // Template text ("" for a default-constructed ChatTemplate, whose apply() fails).
     const std::string& source() const;
 
@@ -58,5 +67,11 @@ class ChatTemplate {
     std::shared_ptr<const std::string> source_;
     std::shared_ptr<const jinja::Template> template_;
 };
+
+// The one way a model's chat template is found (LLM, `lmrun chat`, `lmrun serve`): the text of
+// `template_file` when one is given (ChatTemplate::from_file), else the "chat_template" of
+// `tokenizer_config` (may be null), else none (std::nullopt).
+Result<std::optional<ChatTemplate>> load_chat_template(const std::string& template_file,
+                                                       const nlohmann::json* tokenizer_config);
 
 }  // namespace lmrun

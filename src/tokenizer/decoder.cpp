@@ -127,7 +127,7 @@ Status Decoder::append_steps(const nlohmann::json& spec, std::vector<Step>& step
         const std::string scheme = spec.value("prepend_scheme", std::string("always"));
         step.metaspace_strip_first = scheme != "never" && spec.value("add_prefix_space", true);
     } else {
-        return make_error("unsupported decoder type '{}'", type);
+        return make_error(ErrorKind::Unsupported, "unsupported decoder type '{}'", type);
     }
     steps.push_back(std::move(step));
     return ok_status();

@@ -67,7 +67,7 @@ Status Normalizer::append_steps(const nlohmann::json& spec, std::vector<Step>& s
         step.strip_left = spec.value("strip_left", true);
         step.strip_right = spec.value("strip_right", true);
     } else {
-        return make_error("unsupported normalizer type '{}'", type);
+        return make_error(ErrorKind::Unsupported, "unsupported normalizer type '{}'", type);
     }
     steps.push_back(std::move(step));
     return ok_status();

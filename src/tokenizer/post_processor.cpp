@@ -27,7 +27,7 @@ Status PostProcessor::append(const nlohmann::json& spec) {
         suffix_ids_.insert(suffix_ids_.begin(), spec.at("sep").at(1).get<int32_t>());
         return ok_status();
     }
-    return make_error("unsupported post_processor type '{}'", type);
+    return make_error(ErrorKind::Unsupported, "unsupported post_processor type '{}'", type);
 }
 
 Status PostProcessor::append_template(const nlohmann::json& spec) {

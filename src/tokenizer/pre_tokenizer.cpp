@@ -82,7 +82,7 @@ Result<SplitBehavior> parse_behavior(const std::string& name) {
     if (name == "MergedWithPrevious") return SplitBehavior::MergedWithPrevious;
     if (name == "MergedWithNext") return SplitBehavior::MergedWithNext;
     if (name == "Contiguous") return SplitBehavior::Contiguous;
-    return make_error("unsupported Split behavior '{}'", name);
+    return make_error(ErrorKind::Unsupported, "unsupported Split behavior '{}'", name);
 }
 
 }  // namespace
@@ -125,7 +125,7 @@ Status PreTokenizer::append_steps(const nlohmann::json& spec, std::vector<Step>&
     } else if (type == "Metaspace") {
         LMRUN_ASSIGN_OR_RETURN(step, parse_metaspace(spec));
     } else {
-        return make_error("unsupported pre_tokenizer type '{}'", type);
+        return make_error(ErrorKind::Unsupported, "unsupported pre_tokenizer type '{}'", type);
     }
     steps.push_back(std::move(step));
     return ok_status();
@@ -146,7 +146,7 @@ Result<PreTokenizer::Step> PreTokenizer::parse_metaspace(const nlohmann::json& s
     } else if (scheme == "never") {
         step.prepend_scheme = PrependScheme::Never;
     } else {
-        return make_error("unsupported Metaspace prepend_scheme '{}'", scheme);
+        return make_error(ErrorKind::Unsupported, "unsupported Metaspace prepend_scheme '{}'", scheme);
     }
     step.pattern = Pattern::literal(step.replacement);
     return step;

@@ -12,6 +12,11 @@
 
 namespace lmrun {
 
+// Token ids of a tokenizer.json (model vocab and added tokens) lie in [0, kMaxTokenIds):
+// tables indexed by id stay bounded whatever a file claims. Four times the largest
+// vocabularies in use (Gemma's 262k).
+inline constexpr int32_t kMaxTokenIds = int32_t(1) << 22;
+
 class TokenMap {
   public:
     // `tokens` must outlive the map and not change; empty slots are skipped when

@@ -1,9 +1,8 @@
 #include "tokenizer/tokenizer.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "core/json_io.h"
 #include "core/logging.h"
 #include "core/timer.h"
 #include "tokenizer/tokenizer_json.h"
@@ -12,16 +11,6 @@
 namespace lmrun {
 
 namespace {
-
-Result<nlohmann::json> read_json(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return make_error("{}: cannot open file", path);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    nlohmann::json parsed = nlohmann::json::parse(buffer.str(), nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_discarded()) return make_error("{}: malformed JSON", path);
-    return parsed;
-}
 
 // tokenizer_config stores special tokens as a string or as {"content": ...}.
 std::optional<std::string> config_token(const nlohmann::json& config, const char* key) {
@@ -43,7 +32,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_file(const std::string& token
     const auto config_path =
         std::filesystem::path(tokenizer_json_path).parent_path() / "tokenizer_config.json";
     if (std::filesystem::exists(config_path)) {
-        LMRUN_ASSIGN_OR_RETURN(config, read_json(config_path.string()));
+        LMRUN_ASSIGN_OR_RETURN(config, read_json_file(config_path.string(), kTokenizerJsonLimits));
     }
     std::optional<BpeTables> tables;
     if (tokenizer_json.has_tables) tables = std::move(tokenizer_json.tables);
@@ -53,6 +42,15 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_file(const std::string& token
                   tokenizer.value()->vocab_size(), stopwatch.elapsed_seconds() * 1e3);
     }
     return tokenizer;
+}
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::from_text(std::string_view tokenizer_json,
+                                                        nlohmann::json tokenizer_config,
+                                                        const std::string& source) {
+    LMRUN_ASSIGN_OR_RETURN(TokenizerJson parsed, parse_tokenizer_json(tokenizer_json, source));
+    std::optional<BpeTables> tables;
+    if (parsed.has_tables) tables = std::move(parsed.tables);
+    return build(parsed.spec, std::move(tables), std::move(tokenizer_config), source);
 }
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_dir(const std::string& dir) {
@@ -67,10 +65,18 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_json(const nlohmann::json& sp
 Result<std::unique_ptr<Tokenizer>> Tokenizer::build(const nlohmann::json& spec,
                                                     std::optional<BpeTables> tables, nlohmann::json config,
                                                     const std::string& source) {
-    if (!spec.is_object()) return make_error("{}: top level is not a JSON object", source);
-    if (!config.is_object()) return make_error("{}: tokenizer_config.json is not a JSON object", source);
+    if (!spec.is_object())
+        return with_subject(make_error(ErrorKind::Corrupt, "{}: top level is not a JSON object", source),
+                            source);
+    if (!config.is_object())
+        return with_subject(
+            make_error(ErrorKind::Corrupt, "{}: tokenizer_config.json is not a JSON object", source), source);
     std::unique_ptr<Tokenizer> tokenizer(new Tokenizer());
-    auto with_source = [&source](const Error& error) { return make_error("{}: {}", source, error.message); };
+    // Anything wrong inside the definition is the file's fault (Corrupt) unless it said Unsupported.
+    auto with_source = [&source](const Error& error) {
+        const ErrorKind kind = error.kind == ErrorKind::Unsupported ? error.kind : ErrorKind::Corrupt;
+        return with_subject(make_error(kind, "{}: {}", source, error.message), source);
+    };
     // nlohmann throws on type mismatches inside malformed sections; keep that
     // from crossing the library boundary.
     try {
@@ -101,21 +107,23 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::build(const nlohmann::json& spec,
         auto status = tokenizer->configure_special_tokens();
         if (!status.ok()) return with_source(status.error());
     } catch (const nlohmann::json::exception& e) {
-        return make_error("{}: invalid tokenizer definition: {}", source, e.what());
+        return with_subject(
+            make_error(ErrorKind::Corrupt, "{}: invalid tokenizer definition: {}", source, e.what()), source);
     }
     return tokenizer;
 }
 
 Status Tokenizer::configure_special_tokens() {
-    auto lookup = [this](const char* key, std::optional<int32_t>& id) -> Status {
+    auto lookup = [this](const char* key, std::optional<int32_t>& id, std::string* text = nullptr) -> Status {
         const auto token = config_token(config_, key);
         if (!token) return ok_status();
+        if (text) *text = *token;
         id = token_to_id(*token);
         if (!id) return make_error("tokenizer_config {} '{}' is not in the vocabulary", key, *token);
         return ok_status();
     };
-    LMRUN_RETURN_IF_ERROR(lookup("bos_token", bos_token_id_));
-    LMRUN_RETURN_IF_ERROR(lookup("eos_token", eos_token_id_));
+    LMRUN_RETURN_IF_ERROR(lookup("bos_token", bos_token_id_, &bos_token_));
+    LMRUN_RETURN_IF_ERROR(lookup("eos_token", eos_token_id_, &eos_token_));
     LMRUN_RETURN_IF_ERROR(lookup("pad_token", pad_token_id_));
     // Without a post-processor, transformers adds BOS/EOS per tokenizer_config.
     if (!post_processor_.is_defined()) {

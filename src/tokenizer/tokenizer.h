@@ -33,7 +33,13 @@ class Tokenizer {
     // Loads tokenizer.json, plus tokenizer_config.json from the same folder when present.
     static Result<std::unique_ptr<Tokenizer>> from_file(const std::string& tokenizer_json_path);
     static Result<std::unique_ptr<Tokenizer>> from_dir(const std::string& dir);  // dir/tokenizer.json
-    // From parsed JSON; `source` names the origin in error messages.
+    // From the text of a tokenizer.json (through the same bounded reader as from_file);
+    // `source` names it in error messages.
+    static Result<std::unique_ptr<Tokenizer>> from_text(std::string_view tokenizer_json,
+                                                        nlohmann::json tokenizer_config,
+                                                        const std::string& source);
+    // From parsed JSON (keep it within kTokenizerJsonLimits: the walk over it recurses);
+    // `source` names the origin in error messages.
     static Result<std::unique_ptr<Tokenizer>> from_json(const nlohmann::json& tokenizer_json,
                                                         nlohmann::json tokenizer_config,
                                                         const std::string& source);
@@ -49,6 +55,9 @@ class Tokenizer {
     std::optional<int32_t> bos_token_id() const { return bos_token_id_; }
     std::optional<int32_t> eos_token_id() const { return eos_token_id_; }
     std::optional<int32_t> pad_token_id() const { return pad_token_id_; }
+    // tokenizer_config's bos_token / eos_token as text ("" when absent), e.g. for chat templates.
+    const std::string& bos_token() const { return bos_token_; }
+    const std::string& eos_token() const { return eos_token_; }
     const nlohmann::json& tokenizer_config() const { return config_; }
 
     // For streaming: decodes `ids` as a chunk of a longer sequence. When
@@ -80,6 +89,8 @@ class Tokenizer {
     std::optional<int32_t> bos_token_id_;
     std::optional<int32_t> eos_token_id_;
     std::optional<int32_t> pad_token_id_;
+    std::string bos_token_;
+    std::string eos_token_;
 };
 
 }  // namespace lmrun

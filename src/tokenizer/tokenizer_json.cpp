@@ -12,7 +12,10 @@ using Json = nlohmann::json;
 // model.merges, which it collects into BpeTables.
 class TokenizerSax {
   public:
-    explicit TokenizerSax(TokenizerJson& out) : out_(out), dom_(out.spec, /*allow_exceptions=*/false) {}
+    TokenizerSax(TokenizerJson& out, int max_depth)
+        : out_(out), dom_(out.spec, /*allow_exceptions=*/false), max_depth_(max_depth) {}
+
+    bool too_deep() const { return too_deep_; }
 
     bool null() { return capture_ == Capture::None ? dom_.null() : fail("unexpected null"); }
     bool boolean(bool value) {
@@ -71,6 +74,17 @@ class TokenizerSax {
     std::string pending_key_;
     std::vector<std::string> pair_;
     size_t skip_depth_ = 0;  // > 0 inside a skipped malformed container
+    // Every open container, captured or not: the parse stops past max_depth_, before the
+    // DOM (and the recursive code that later walks it) could get that deep.
+    int nesting_ = 0;
+    int max_depth_;
+    bool too_deep_ = false;
+
+    bool enter() {
+        if (++nesting_ <= max_depth_) return true;
+        too_deep_ = true;
+        return false;
+    }
 };
 
 bool TokenizerSax::string(Json::string_t& value) {
@@ -109,6 +123,7 @@ bool TokenizerSax::key(Json::string_t& value) {
 }
 
 bool TokenizerSax::start_object(std::size_t size) {
+    if (!enter()) return false;
     if (skip_depth_ > 0 || capture_ != Capture::None) return skip_container();
     if (at_model_key("vocab")) {
         capture_ = Capture::Vocab;
@@ -120,6 +135,7 @@ bool TokenizerSax::start_object(std::size_t size) {
 }
 
 bool TokenizerSax::end_object() {
+    --nesting_;
     if (skip_depth_ > 0) {
         --skip_depth_;
         return true;
@@ -133,6 +149,7 @@ bool TokenizerSax::end_object() {
 }
 
 bool TokenizerSax::start_array(std::size_t size) {
+    if (!enter()) return false;
     if (skip_depth_ > 0) return skip_container();
     if (capture_ == Capture::Merges) {
         capture_ = Capture::MergePair;
@@ -150,6 +167,7 @@ bool TokenizerSax::start_array(std::size_t size) {
 }
 
 bool TokenizerSax::end_array() {
+    --nesting_;
     if (skip_depth_ > 0) {
         --skip_depth_;
         return true;
@@ -172,17 +190,31 @@ bool TokenizerSax::end_array() {
 
 }  // namespace
 
-Result<TokenizerJson> read_tokenizer_json(const std::string& path) {
-    LMRUN_ASSIGN_OR_RETURN(std::shared_ptr<MmapFile> file, MmapFile::open(path));
+Result<TokenizerJson> parse_tokenizer_json(std::string_view text, const std::string& source,
+                                           const JsonLimits& limits) {
+    if (text.size() > limits.max_bytes)
+        return with_subject(
+            make_error(ErrorKind::ResourceExhausted, "{}: {} bytes, more than the limit of {}", source,
+                       text.size(), limits.max_bytes),
+            source);
     TokenizerJson out;
-    TokenizerSax sax(out);
-    static constexpr char kEmpty[] = "";
-    const auto* begin = file->size_bytes() > 0 ? reinterpret_cast<const char*>(file->data()) : kEmpty;
-    const bool ok =
-        Json::sax_parse(begin, begin + file->size_bytes(), &sax, nlohmann::json::input_format_t::json,
-                        /*strict=*/true);
-    if (!ok || out.spec.is_discarded()) return make_error("{}: malformed JSON", path);
+    TokenizerSax sax(out, limits.max_depth);
+    const bool ok = Json::sax_parse(text.begin(), text.end(), &sax, nlohmann::json::input_format_t::json,
+                                    /*strict=*/true);
+    if (sax.too_deep())
+        return with_subject(make_error(ErrorKind::ResourceExhausted, "{}: JSON nested deeper than {} levels",
+                                       source, limits.max_depth),
+                            source);
+    if (!ok || out.spec.is_discarded())
+        return with_subject(make_error(ErrorKind::Corrupt, "{}: malformed JSON", source), source);
     return out;
+}
+
+Result<TokenizerJson> read_tokenizer_json(const std::string& path, const JsonLimits& limits) {
+    LMRUN_ASSIGN_OR_RETURN(std::shared_ptr<MmapFile> file, MmapFile::open(path));
+    const auto* begin = reinterpret_cast<const char*>(file->data());
+    return parse_tokenizer_json(std::string_view(begin == nullptr ? "" : begin, file->size_bytes()), path,
+                                limits);
 }
 
 }  // namespace lmrun

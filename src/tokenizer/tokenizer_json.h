@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_io.h"
 #include "core/result.h"
 #include "tokenizer/bpe_model.h"
 
@@ -19,7 +20,15 @@ struct TokenizerJson {
     bool has_tables = false;  // false when the file had no model.vocab / model.merges
 };
 
-// Errors name `path`.
-Result<TokenizerJson> read_tokenizer_json(const std::string& path);
+// tokenizer.json files nest 6 levels deep and take tens of MB at most.
+inline constexpr JsonLimits kTokenizerJsonLimits{64, size_t(256) << 20};
+
+// Errors name `path` (their subject): NotFound, Corrupt (malformed), ResourceExhausted
+// (larger or more deeply nested than `limits`).
+Result<TokenizerJson> read_tokenizer_json(const std::string& path,
+                                          const JsonLimits& limits = kTokenizerJsonLimits);
+// The same from text already in memory; `source` names it in errors.
+Result<TokenizerJson> parse_tokenizer_json(std::string_view text, const std::string& source,
+                                           const JsonLimits& limits = kTokenizerJsonLimits);
 
 }  // namespace lmrun

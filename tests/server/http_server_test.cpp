@@ -315,9 +315,12 @@ TEST_F(HttpServerTest, ShutdownEndsAtItsDeadlineWithSlowClientsConnected) {
     EXPECT_LT(elapsed, 0.2 + 2.0);  // the deadline, with room for a loaded machine; not a speed test
     serve_thread_.join();
     const std::string response = in_flight.read_response(10);
-    if (!response.empty()) {  // or the connection was closed before the answer went out
+    // Either the responder answered the aborted request, or (when the engine's last step outlived the
+    // deadline on a loaded machine) the transport answered it as it stopped; both are a 503 saying why.
+    // Or the connection was closed before the answer went out.
+    if (!response.empty()) {
         EXPECT_EQ(testing::status_of(response), 503) << response;
-        EXPECT_NE(response.find("aborted"), std::string::npos) << response;
+        EXPECT_NE(response.find("the server is shutting down"), std::string::npos) << response;
     }
     for (auto& connection : slow) EXPECT_TRUE(connection->closed_by_server(10));
 }

@@ -119,5 +119,15 @@ TEST(OpenAIResponse, FinishReasonNames) {
     EXPECT_EQ(finish_reason_json(FinishReason::Abort), "abort");
 }
 
+// vLLM's stop_reason: a number for a stop token id, the string for a stop string, null otherwise
+// (EOS and length limits included).
+TEST(OpenAIResponse, StopReasonIsATokenIdAStringOrNull) {
+    EXPECT_EQ(stop_reason_json(StopReason(int32_t(7))), Json(7));
+    EXPECT_TRUE(stop_reason_json(StopReason(int32_t(7))).is_number_integer());
+    EXPECT_EQ(stop_reason_json(StopReason(std::string("END"))), Json("END"));
+    EXPECT_TRUE(stop_reason_json(StopReason(std::string("7"))).is_string());
+    EXPECT_TRUE(stop_reason_json(StopReason()).is_null());
+}
+
 }  // namespace
 }  // namespace lmrun::server

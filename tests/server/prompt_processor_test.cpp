@@ -73,6 +73,10 @@ TEST_F(PromptProcessorTest, FitsToTheContext) {
     ASSERT_TRUE(too_long);
     EXPECT_EQ(too_long->param, "prompt");
     EXPECT_NE(too_long->message.find("512"), std::string::npos);
+    // The engine's boundary (prompt_check.h): one token less leaves room for exactly one.
+    SamplingParams one_left;
+    ASSERT_FALSE(prompts.fit_to_context(std::vector<int32_t>(511, 5), false, "prompt", one_left));
+    EXPECT_EQ(one_left.max_tokens, 1);
 
     SamplingParams asked;
     asked.max_tokens = 100;

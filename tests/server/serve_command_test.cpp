@@ -1,6 +1,6 @@
 // `lmrun serve` refuses bad numeric options with one line naming the option and exit
-// code 1 (cli/exit_codes.h), before it loads anything; before this, --http-threads 0
-// or -1 started a server that never answered.
+// code 1 (cli/exit_codes.h), while parsing, before it loads anything; before this,
+// --http-threads 0 or -1 started a server that never answered (issue 10, item 13).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -35,24 +35,28 @@ CommandResult run_serve(const std::string& arguments) {
 }
 
 TEST(ServeCommand, BadNumericOptionsAreAOneLineUsageError) {
+    // The same validators as every other subcommand's options (cli/cli_options.h).
     const std::vector<std::pair<std::string, std::string>> cases = {
-        {"--http-threads 0", "--http-threads must be in [1, 1024], got 0"},
-        {"--http-threads -1", "--http-threads must be in [1, 1024], got -1"},
-        {"--max-connections 0", "--max-connections must be in [1, 1048576], got 0"},
-        {"--max-request-body-mb 0", "--max-request-body-mb must be in [1, 4096], got 0"},
-        {"--max-request-body-mb -64", "--max-request-body-mb must be in [1, 4096], got -64"},
-        {"--shutdown-timeout -1", "--shutdown-timeout must be in [0, 86400], got -1"},
-        {"--shutdown-timeout nan", "--shutdown-timeout must be in [0, 86400], got nan"},
-        {"--request-timeout 0", "--request-timeout must be in [0.1, 86400], got 0"},
-        {"--request-timeout inf", "--request-timeout must be in [0.1, 86400], got inf"},
-        {"--idle-timeout 0", "--idle-timeout must be in [1, 86400], got 0"},
-        {"--max-queued-requests -1", "--max-queued-requests must be in [0, 1048576], got -1"},
-        {"--port 70000", "--port must be in [0, 65535], got 70000"},
+        {"--http-threads 0", "--http-threads: 0 is not an integer in [1, 1024]"},
+        {"--http-threads -1", "--http-threads: -1 is not an integer in [1, 1024]"},
+        {"--http-threads 1.5", "--http-threads: 1.5 is not an integer in [1, 1024]"},
+        {"--max-connections 0", "--max-connections: 0 is not an integer in [1, 1048576]"},
+        {"--max-request-body-mb 0", "--max-request-body-mb: 0 is not an integer in [1, 4096]"},
+        {"--max-request-body-mb -64", "--max-request-body-mb: -64 is not an integer in [1, 4096]"},
+        {"--shutdown-timeout -1", "--shutdown-timeout: -1 is not a finite number in [0, 86400]"},
+        {"--shutdown-timeout nan", "--shutdown-timeout: nan is not a finite number in [0, 86400]"},
+        {"--request-timeout 0", "--request-timeout: 0 is not a finite number in [0.1, 86400]"},
+        {"--request-timeout inf", "--request-timeout: inf is not a finite number in [0.1, 86400]"},
+        {"--idle-timeout 0", "--idle-timeout: 0 is not an integer in [1, 86400]"},
+        {"--max-queued-requests -1", "--max-queued-requests: -1 is not an integer in [0, 1048576]"},
+        {"--port 70000", "--port: 70000 is not an integer in [0, 65535]"},
+        {"--kv-cache-memory -1", "--kv-cache-memory: -1 is not a finite number in [0, 1048576]"},
+        {"--engine-seed -1", "--engine-seed: -1 is not an integer in [0, 18446744073709551615]"},
     };
     for (const auto& [arguments, message] : cases) {
         CommandResult result = run_serve(arguments);
         EXPECT_EQ(result.exit_code, 1) << arguments << ": " << result.output;
-        EXPECT_EQ(result.output, "lmrun ERROR " + message + "\n") << arguments;
+        EXPECT_EQ(result.output, "lmrun: " + message + " (see --help)\n") << arguments;
     }
 }
 

@@ -39,7 +39,13 @@ struct Expr {
     virtual ~Expr() = default;
     ExprKind kind;
     SourcePos pos;
+    // Levels of the subtree rooted here (a leaf is 1): set by the parser, which bounds it so
+    // that evaluating and destroying the tree (both recursive) stay shallow.
+    int depth = 1;
 };
+
+// The largest depth among the direct children of `expr` (0 for a leaf).
+int max_child_depth(const Expr& expr);
 
 struct LiteralExpr : Expr {
     LiteralExpr(SourcePos pos, Value value) : Expr(ExprKind::Literal, pos), value(std::move(value)) {}
@@ -157,11 +163,15 @@ struct OutputNode : Node {
     ExprPtr expr;
 };
 
-// if/elif chains become nested IfNodes in else_body.
+// if, then each elif: the first branch whose condition holds renders; else_body otherwise.
+// (A list, not nested nodes: a chain of 100,000 elifs must not make the tree that deep.)
 struct IfNode : Node {
+    struct Branch {
+        ExprPtr condition;
+        NodeList body;
+    };
     explicit IfNode(SourcePos pos) : Node(NodeKind::If, pos) {}
-    ExprPtr condition;
-    NodeList body;
+    std::vector<Branch> branches;
     NodeList else_body;
 };
 

@@ -59,9 +59,13 @@ Result<Value> join_filter(const Value& operand, const CallArgs& args) {
     LMRUN_ASSIGN_OR_RETURN(ValueList items, iterate(operand));
     std::string result;
     for (size_t i = 0; i < items.size(); ++i) {
-        if (i > 0) result += separator;
         const Value item = bound.given(1) ? get_attribute(items[i], to_python_str(bound[1])) : items[i];
-        result += to_python_str(item);
+        const std::string text = to_python_str(item);
+        // Checked as it grows: a long separator between many items multiplies.
+        LMRUN_RETURN_IF_ERROR(check_value_bytes(
+            uint64_t(result.size()) + (i > 0 ? separator.size() : 0) + text.size(), "join() result"));
+        if (i > 0) result += separator;
+        result += text;
     }
     return Value(std::move(result));
 }
@@ -181,9 +185,14 @@ Result<Value> map_filter(const Value& operand, const CallArgs& args, Interpreter
     CallArgs filter_args;
     filter_args.positional.assign(args.positional.begin() + 1, args.positional.end());
     filter_args.keyword = args.keyword;
+    uint64_t mapped_bytes = 0;
     for (const Value& item : items) {
         LMRUN_ASSIGN_OR_RETURN(Value value,
                                apply_filter(args.positional[0].as_string(), item, filter_args, interpreter));
+        // Each result may be new: their sum is bounded as they are made, not after.
+        mapped_bytes = saturating_add(mapped_bytes, value.size_bytes());
+        LMRUN_RETURN_IF_ERROR(check_value_bytes(mapped_bytes, "map() result"));
+        if (!spend_bytes(value.is_string() ? value.size_bytes() : 16)) break;
         mapped.push_back(std::move(value));
     }
     return Value::list(std::move(mapped));
@@ -224,7 +233,9 @@ Result<Value> items_filter(const Value& operand) {
     return call_method(operand, "items", CallArgs{});
 }
 
-std::string html_escape(const std::string& text) {
+Result<std::string> html_escape(const std::string& text) {
+    // "&#34;" is the longest replacement.
+    LMRUN_RETURN_IF_ERROR(check_value_bytes(saturating_mul(text.size(), 5), "escape() result"));
     std::string out;
     for (const char c : text) {
         switch (c) {
@@ -272,7 +283,10 @@ Result<Value> indent_filter(const Value& operand, const CallArgs& args) {
         indentation.assign(static_cast<size_t>(std::clamp<int64_t>(width, 0, 1024)), ' ');
     }
     // Jinja splits (text + "\n").splitlines(), which equals splitting text on "\n".
-    const std::vector<std::string> lines = python_split(to_python_str(operand), "\n", true, -1);
+    const std::string text = to_python_str(operand);
+    LMRUN_ASSIGN_OR_RETURN(const std::vector<std::string> lines, python_split(text, "\n", true, -1));
+    LMRUN_RETURN_IF_ERROR(check_value_bytes(
+        saturating_add(text.size(), saturating_mul(lines.size(), indentation.size())), "indent() result"));
     std::string result = lines[0];
     for (size_t i = 1; i < lines.size(); ++i) {
         result += '\n';
@@ -293,15 +307,23 @@ Result<Value> string_filter(std::string_view name, const Value& operand, const C
     if (name == "replace") {
         LMRUN_ASSIGN_OR_RETURN(BoundArgs bound, BoundArgs::bind(name, args, {"old", "new", "count"}));
         LMRUN_ASSIGN_OR_RETURN(int64_t count, bound.get_int(2, -1));
-        return Value(replace_all(text, to_python_str(bound[0]), to_python_str(bound[1]), count));
+        LMRUN_ASSIGN_OR_RETURN(std::string replaced,
+                               replace_all(text, to_python_str(bound[0]), to_python_str(bound[1]), count));
+        return Value(std::move(replaced));
     }
     LMRUN_ASSIGN_OR_RETURN(BoundArgs none, BoundArgs::bind(name, args, {}));
     (void)none;
+    // Full case mapping can triple a string (U+0390 upper-cases to three code points).
+    if (name != "string")
+        LMRUN_RETURN_IF_ERROR(check_value_bytes(saturating_mul(text.size(), 3), "the result"));
     if (name == "upper") return Value(to_upper(text));
     if (name == "lower") return Value(to_lower(text));
     if (name == "capitalize") return Value(capitalize(text));
     if (name == "title") return Value(title_case(text));
-    if (name == "escape" || name == "e") return Value(html_escape(text));
+    if (name == "escape" || name == "e") {
+        LMRUN_ASSIGN_OR_RETURN(std::string escaped, html_escape(text));
+        return Value(std::move(escaped));
+    }
     return Value(text);  // "string"
 }
 

@@ -52,9 +52,12 @@ Result<Value> split_method(std::string_view method, const std::string& text, con
     const bool sep_given = bound.given(0) && !bound[0].is_none();
     if (sep_given && sep.empty()) return make_error("empty separator");
     LMRUN_ASSIGN_OR_RETURN(int64_t max_split, bound.get_int(1, -1));
-    if (method == "split" || max_split < 0) return string_list(python_split(text, sep, sep_given, max_split));
+    if (method == "split" || max_split < 0) {
+        LMRUN_ASSIGN_OR_RETURN(std::vector<std::string> parts, python_split(text, sep, sep_given, max_split));
+        return string_list(parts);
+    }
     // rsplit with a limit: split from the right by reversing the work on pieces.
-    std::vector<std::string> all = python_split(text, sep, sep_given, -1);
+    LMRUN_ASSIGN_OR_RETURN(std::vector<std::string> all, python_split(text, sep, sep_given, -1));
     if (static_cast<int64_t>(all.size()) <= max_split + 1) return string_list(all);
     if (!sep_given) return make_error("rsplit() with maxsplit needs a separator");
     const size_t num_joined = all.size() - static_cast<size_t>(max_split);
@@ -98,6 +101,9 @@ Result<Value> join_method(const std::string& separator, const CallArgs& args) {
         if (!items[i].is_string())
             return make_error("sequence item {}: expected str instance, {} found", i,
                               type_name(items[i].kind()));
+        LMRUN_RETURN_IF_ERROR(check_value_bytes(
+            uint64_t(result.size()) + (i > 0 ? separator.size() : 0) + items[i].as_string().size(),
+            "join() result"));
         if (i > 0) result += separator;
         result += items[i].as_string();
     }
@@ -115,10 +121,11 @@ Result<Value> string_method(const std::string& text, std::string_view name, cons
         LMRUN_ASSIGN_OR_RETURN(std::string from, bound.get_string(0, ""));
         LMRUN_ASSIGN_OR_RETURN(std::string to, bound.get_string(1, ""));
         LMRUN_ASSIGN_OR_RETURN(int64_t count, bound.get_int(2, -1));
-        return Value(replace_all(text, from, to, count));
+        LMRUN_ASSIGN_OR_RETURN(std::string replaced, replace_all(text, from, to, count));
+        return Value(std::move(replaced));
     }
     if (name == "splitlines") {
-        std::vector<std::string> lines = python_split(text, "\n", true, -1);
+        LMRUN_ASSIGN_OR_RETURN(std::vector<std::string> lines, python_split(text, "\n", true, -1));
         if (!lines.empty() && lines.back().empty()) lines.pop_back();
         for (std::string& line : lines)
             if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -127,6 +134,8 @@ Result<Value> string_method(const std::string& text, std::string_view name, cons
     if (name == "format") return make_error("str.format() is not supported");
     LMRUN_ASSIGN_OR_RETURN(BoundArgs none, BoundArgs::bind(name, args, {}));
     (void)none;
+    // Full case mapping can triple a string (U+0390 upper-cases to three code points).
+    LMRUN_RETURN_IF_ERROR(check_value_bytes(saturating_mul(text.size(), 3), "the result"));
     if (name == "upper") return Value(to_upper(text));
     if (name == "lower") return Value(to_lower(text));
     if (name == "capitalize") return Value(capitalize(text));

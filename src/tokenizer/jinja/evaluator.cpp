@@ -9,15 +9,56 @@ namespace lmrun::jinja {
 // Builtins report errors without a position; the first caller that knows the
 // node adds it (nested errors already carry theirs).
 Error error_at(SourcePos pos, const std::string& message) {
-    if (message.rfind("line ", 0) == 0) return make_error("{}", message);
-    return make_error("line {}, column {}: {}", pos.line, pos.column, message);
+    return error_at(pos, make_error("{}", message));
 }
 
-#define LMRUN_JINJA_TRY(lhs, expr, pos)                                              \
-    auto LMRUN_CONCAT(jinja_result_, __LINE__) = (expr);                             \
-    if (!LMRUN_CONCAT(jinja_result_, __LINE__).ok())                                 \
-        return error_at(pos, LMRUN_CONCAT(jinja_result_, __LINE__).error().message); \
+Error error_at(SourcePos pos, const Error& error) {
+    if (error.message.rfind("line ", 0) == 0) return error;
+    return Error{fmt::format("line {}, column {}: {}", pos.line, pos.column, error.message), error.kind,
+                 error.subject};
+}
+
+#define LMRUN_JINJA_TRY(lhs, expr, pos)                                      \
+    auto LMRUN_CONCAT(jinja_result_, __LINE__) = (expr);                     \
+    if (!LMRUN_CONCAT(jinja_result_, __LINE__).ok())                         \
+        return error_at(pos, LMRUN_CONCAT(jinja_result_, __LINE__).error()); \
     lhs = std::move(LMRUN_CONCAT(jinja_result_, __LINE__)).value()
+
+Status Interpreter::enter(SourcePos pos) {
+    if (++depth_ > budget_.limits().max_depth) {
+        --depth_;
+        return error_at(pos, make_error(ErrorKind::ResourceExhausted,
+                                        "template nested too deeply (more than {} "
+                                        "levels of evaluation)",
+                                        budget_.limits().max_depth));
+    }
+    if (!budget_.spend_steps(1)) {
+        --depth_;
+        return budget_error(pos);
+    }
+    return ok_status();
+}
+
+Error Interpreter::budget_error(SourcePos pos) const {
+    return error_at(pos, make_error(ErrorKind::ResourceExhausted, "{}", budget_.reason()));
+}
+
+Status Interpreter::check_created(const Value& value, SourcePos pos) {
+    if (value.kind() == ValueKind::List || value.kind() == ValueKind::Dict) {
+        const size_t items =
+            value.kind() == ValueKind::List ? value.as_list().size() : value.as_dict().entries.size();
+        Status status = check_list_items(items, fmt::format("a {}", type_name(value.kind())));
+        if (status.ok())
+            status = check_value_bytes(value.size_bytes(), fmt::format("a {}", type_name(value.kind())));
+        if (!status.ok()) return error_at(pos, status.error());
+        if (!budget_.spend_bytes(16 * uint64_t(items))) return budget_error(pos);
+    } else if (value.is_string()) {
+        if (Status status = check_value_bytes(value.size_bytes(), "a string"); !status.ok())
+            return error_at(pos, status.error());
+        if (!budget_.spend_bytes(value.size_bytes())) return budget_error(pos);
+    }
+    return ok_status();
+}
 
 Value Interpreter::lookup(const std::string& name) const {
     for (size_t i = frames_.size(); i > base_; --i) {
@@ -30,6 +71,26 @@ Value Interpreter::lookup(const std::string& name) const {
 }
 
 Result<Value> Interpreter::eval(const Expr& expr) {
+    LMRUN_RETURN_IF_ERROR(enter(expr.pos));
+    Result<Value> result = eval_kind(expr);
+    leave();
+    if (!result.ok()) return result;
+    // Operations stop early once the budget is spent; their (partial) result is discarded here.
+    if (budget_.exhausted()) return budget_error(expr.pos);
+    switch (expr.kind) {
+        case ExprKind::Literal:
+        case ExprKind::Name:
+        case ExprKind::GetAttr:
+        case ExprKind::GetItem:
+        case ExprKind::Conditional:
+            return result;  // an existing value, not a new one
+        default:
+            LMRUN_RETURN_IF_ERROR(check_created(*result, expr.pos));
+            return result;
+    }
+}
+
+Result<Value> Interpreter::eval_kind(const Expr& expr) {
     switch (expr.kind) {
         case ExprKind::Literal:
             return static_cast<const LiteralExpr&>(expr).value;
@@ -170,9 +231,12 @@ Result<Value> Interpreter::eval_binary(const BinaryExpr& expr) {
     if (expr.op == "or") return left.truthy() ? left : eval(*expr.right);
     LMRUN_ASSIGN_OR_RETURN(Value right, eval(*expr.right));
     if (expr.op == "~") {
-        std::string text = to_python_str(left) + to_python_str(right);
-        if (text.size() > kMaxStringBytes) return error_at(expr.pos, "string is too large");
-        return Value(std::move(text));
+        std::string left_text = to_python_str(left);
+        std::string right_text = to_python_str(right);
+        if (Status fits = check_value_bytes(left_text.size() + right_text.size(), "the result of '~'");
+            !fits.ok())
+            return error_at(expr.pos, fits.error());
+        return Value(std::move(left_text) + right_text);
     }
     LMRUN_JINJA_TRY(Value result, arithmetic(expr.op, left, right), expr.pos);
     return result;

@@ -12,6 +12,18 @@ Result<ExprPtr> parse_or(TokenStream& stream);
 Error error_at_pos(SourcePos pos, const std::string& message) {
     return make_error("line {}, column {}: {}", pos.line, pos.column, message);
 }
+
+// Every node gets its depth when it is built; a chain (a|f|f|..., a+a+..., a.b.c...) grows
+// one level per link in a loop, so the recursion guards alone would not bound it.
+Result<ExprPtr> sealed(ExprPtr node) {
+    node->depth = 1 + max_child_depth(*node);
+    if (node->depth > kMaxExpressionDepth)
+        return Error{fmt::format("line {}, column {}: expression nested too deeply (more than {} levels)",
+                                 node->pos.line, node->pos.column, kMaxExpressionDepth),
+                     ErrorKind::ResourceExhausted,
+                     {}};
+    return node;
+}
 Result<ExprPtr> parse_unary(TokenStream& stream, bool with_filter);
 
 using SubParser = Result<ExprPtr> (*)(TokenStream&);
@@ -28,7 +40,8 @@ Result<ExprPtr> parse_binary_level(TokenStream& stream, SubParser operand,
         if (matched.empty()) return left;
         const SourcePos pos = stream.next().pos;
         LMRUN_ASSIGN_OR_RETURN(ExprPtr right, operand(stream));
-        left = std::make_unique<BinaryExpr>(pos, std::string(matched), std::move(left), std::move(right));
+        LMRUN_ASSIGN_OR_RETURN(left, sealed(std::make_unique<BinaryExpr>(pos, std::string(matched),
+                                                                         std::move(left), std::move(right))));
     }
 }
 
@@ -71,7 +84,7 @@ Result<ExprPtr> parse_compare(TokenStream& stream) {
         LMRUN_ASSIGN_OR_RETURN(ExprPtr operand, parse_math1(stream));
         compare->rest.emplace_back(std::move(op), std::move(operand));
     }
-    if (compare) return ExprPtr(std::move(compare));
+    if (compare) return sealed(std::move(compare));
     return first;
 }
 
@@ -79,9 +92,9 @@ Result<ExprPtr> parse_not(TokenStream& stream) {
     if (stream.at_name("not")) {
         const SourcePos pos = stream.next().pos;
         TokenStream::NestingGuard guard(stream);
-        if (!guard.ok()) return stream.error_at(stream.peek(), "expression nested too deeply");
+        if (!guard.ok()) return stream.too_deep("expression");
         LMRUN_ASSIGN_OR_RETURN(ExprPtr operand, parse_not(stream));
-        return ExprPtr(std::make_unique<UnaryExpr>(pos, "not", std::move(operand)));
+        return sealed(std::make_unique<UnaryExpr>(pos, "not", std::move(operand)));
     }
     return parse_compare(stream);
 }
@@ -104,7 +117,7 @@ Result<ExprPtr> parse_list_display(TokenStream& stream, const SourcePos pos) {
         if (!stream.accept_operator(",")) break;
     }
     LMRUN_RETURN_IF_ERROR(stream.expect_operator("]"));
-    return ExprPtr(std::move(list));
+    return sealed(std::move(list));
 }
 
 Result<ExprPtr> parse_dict_display(TokenStream& stream, const SourcePos pos) {
@@ -117,7 +130,7 @@ Result<ExprPtr> parse_dict_display(TokenStream& stream, const SourcePos pos) {
         if (!stream.accept_operator(",")) break;
     }
     LMRUN_RETURN_IF_ERROR(stream.expect_operator("}"));
-    return ExprPtr(std::move(dict));
+    return sealed(std::move(dict));
 }
 
 Result<ExprPtr> parse_parenthesized(TokenStream& stream, const SourcePos pos) {
@@ -134,12 +147,12 @@ Result<ExprPtr> parse_parenthesized(TokenStream& stream, const SourcePos pos) {
         tuple->items.push_back(std::move(item));
     }
     LMRUN_RETURN_IF_ERROR(stream.expect_operator(")"));
-    return ExprPtr(std::move(tuple));
+    return sealed(std::move(tuple));
 }
 
 Result<ExprPtr> parse_primary(TokenStream& stream) {
     TokenStream::NestingGuard guard(stream);
-    if (!guard.ok()) return stream.error_at(stream.peek(), "expression nested too deeply");
+    if (!guard.ok()) return stream.too_deep("expression");
     const Token& token = stream.peek();
     const SourcePos pos = token.pos;
     switch (token.kind) {
@@ -179,7 +192,7 @@ Result<ExprPtr> parse_subscript(TokenStream& stream, ExprPtr object, const Sourc
     if (!stream.at_operator(":")) {
         LMRUN_ASSIGN_OR_RETURN(start, parse_expression(stream));
         if (stream.accept_operator("]"))
-            return ExprPtr(std::make_unique<GetItemExpr>(pos, std::move(object), std::move(start)));
+            return sealed(std::make_unique<GetItemExpr>(pos, std::move(object), std::move(start)));
     }
     LMRUN_RETURN_IF_ERROR(stream.expect_operator(":"));
     auto slice = std::make_unique<SliceExpr>(pos, std::move(object));
@@ -191,13 +204,13 @@ Result<ExprPtr> parse_subscript(TokenStream& stream, ExprPtr object, const Sourc
         LMRUN_ASSIGN_OR_RETURN(slice->step, parse_expression(stream));
     }
     LMRUN_RETURN_IF_ERROR(stream.expect_operator("]"));
-    return ExprPtr(std::move(slice));
+    return sealed(std::move(slice));
 }
 
 Result<ExprPtr> parse_call(TokenStream& stream, ExprPtr callee, const SourcePos pos) {
     auto call = std::make_unique<CallExpr>(pos, std::move(callee));
     LMRUN_ASSIGN_OR_RETURN(call->args, parse_call_args(stream));
-    return ExprPtr(std::move(call));
+    return sealed(std::move(call));
 }
 
 Result<ExprPtr> parse_postfix(TokenStream& stream, ExprPtr node) {
@@ -206,11 +219,13 @@ Result<ExprPtr> parse_postfix(TokenStream& stream, ExprPtr node) {
         if (stream.accept_operator(".")) {
             if (stream.at(TokenKind::Integer)) {
                 auto index = std::make_unique<LiteralExpr>(pos, Value(stream.next().int_value));
-                node = std::make_unique<GetItemExpr>(pos, std::move(node), std::move(index));
+                LMRUN_ASSIGN_OR_RETURN(
+                    node, sealed(std::make_unique<GetItemExpr>(pos, std::move(node), std::move(index))));
                 continue;
             }
             LMRUN_ASSIGN_OR_RETURN(std::string name, stream.expect_name());
-            node = std::make_unique<GetAttrExpr>(pos, std::move(node), std::move(name));
+            LMRUN_ASSIGN_OR_RETURN(
+                node, sealed(std::make_unique<GetAttrExpr>(pos, std::move(node), std::move(name))));
         } else if (stream.accept_operator("[")) {
             LMRUN_ASSIGN_OR_RETURN(node, parse_subscript(stream, std::move(node), pos));
         } else if (stream.accept_operator("(")) {
@@ -240,7 +255,7 @@ Result<ExprPtr> parse_test(TokenStream& stream, ExprPtr operand, const SourcePos
         LMRUN_ASSIGN_OR_RETURN(argument, parse_postfix(stream, std::move(argument)));
         test->args.positional.push_back(std::move(argument));
     }
-    return ExprPtr(std::move(test));
+    return sealed(std::move(test));
 }
 
 Result<ExprPtr> parse_filter_chain(TokenStream& stream, ExprPtr node) {
@@ -254,7 +269,7 @@ Result<ExprPtr> parse_filter_chain(TokenStream& stream, ExprPtr node) {
             if (stream.accept_operator("(")) {
                 LMRUN_ASSIGN_OR_RETURN(filter->args, parse_call_args(stream));
             }
-            node = std::move(filter);
+            LMRUN_ASSIGN_OR_RETURN(node, sealed(std::move(filter)));
         } else if (stream.accept_name("is")) {
             LMRUN_ASSIGN_OR_RETURN(node, parse_test(stream, std::move(node), pos));
         } else if (stream.accept_operator("(")) {
@@ -267,13 +282,13 @@ Result<ExprPtr> parse_filter_chain(TokenStream& stream, ExprPtr node) {
 
 Result<ExprPtr> parse_unary(TokenStream& stream, bool with_filter) {
     TokenStream::NestingGuard guard(stream);
-    if (!guard.ok()) return stream.error_at(stream.peek(), "expression nested too deeply");
+    if (!guard.ok()) return stream.too_deep("expression");
     const SourcePos pos = stream.peek().pos;
     ExprPtr node;
     if (stream.at_operator("-") || stream.at_operator("+")) {
         const std::string op = stream.next().text;
         LMRUN_ASSIGN_OR_RETURN(ExprPtr operand, parse_unary(stream, false));
-        node = std::make_unique<UnaryExpr>(pos, op, std::move(operand));
+        LMRUN_ASSIGN_OR_RETURN(node, sealed(std::make_unique<UnaryExpr>(pos, op, std::move(operand))));
     } else {
         LMRUN_ASSIGN_OR_RETURN(node, parse_primary(stream));
     }
@@ -288,7 +303,7 @@ Result<ExprPtr> parse_unary(TokenStream& stream, bool with_filter) {
 
 Result<ExprPtr> parse_expression(TokenStream& stream, bool with_conditional) {
     TokenStream::NestingGuard guard(stream);
-    if (!guard.ok()) return stream.error_at(stream.peek(), "expression nested too deeply");
+    if (!guard.ok()) return stream.too_deep("expression");
     LMRUN_ASSIGN_OR_RETURN(ExprPtr node, parse_or(stream));
     if (!with_conditional) return node;
     while (stream.at_name("if")) {
@@ -298,8 +313,8 @@ Result<ExprPtr> parse_expression(TokenStream& stream, bool with_conditional) {
         if (stream.accept_name("else")) {
             LMRUN_ASSIGN_OR_RETURN(if_false, parse_expression(stream));
         }
-        node = std::make_unique<ConditionalExpr>(pos, std::move(condition), std::move(node),
-                                                 std::move(if_false));
+        LMRUN_ASSIGN_OR_RETURN(node, sealed(std::make_unique<ConditionalExpr>(
+                                         pos, std::move(condition), std::move(node), std::move(if_false))));
     }
     return node;
 }
@@ -316,7 +331,7 @@ Result<ExprPtr> parse_tuple(TokenStream& stream, bool with_conditional) {
         LMRUN_ASSIGN_OR_RETURN(ExprPtr item, parse_expression(stream, with_conditional));
         tuple->items.push_back(std::move(item));
     }
-    return ExprPtr(std::move(tuple));
+    return sealed(std::move(tuple));
 }
 
 Result<CallArgExprs> parse_call_args(TokenStream& stream) {

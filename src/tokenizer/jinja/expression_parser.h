@@ -9,6 +9,9 @@
 
 namespace lmrun::jinja {
 
+// Deepest expression tree the parser builds (Jinja expressions in chat templates stay under 20).
+inline constexpr int kMaxExpressionDepth = 200;
+
 // A single expression; with_conditional = false leaves `if` for the caller
 // (the `for x in xs if cond` filter).
 Result<ExprPtr> parse_expression(TokenStream& stream, bool with_conditional = true);

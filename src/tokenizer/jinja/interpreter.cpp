@@ -43,7 +43,7 @@ Value make_loop_value(const ValueList& items, size_t index) {
 
 }  // namespace
 
-Interpreter::Interpreter(const ValueDict& variables) {
+Interpreter::Interpreter(const ValueDict& variables, const RenderLimits& limits) : budget_(limits) {
     frames_.emplace_back();
     add_builtin_globals(frames_[0]);
     for (const auto& [name, value] : variables.entries) frames_[0][name] = value;
@@ -59,14 +59,22 @@ void Interpreter::own_namespace(const Value& ns) {
 }
 
 Result<std::string> Interpreter::render(const Template& tmpl) {
+    ScopedRenderBudget scope(budget_);  // builtins and Value operations spend from it
     std::string out;
     LMRUN_ASSIGN_OR_RETURN(Flow flow, render_nodes(tmpl.body, out));
     (void)flow;  // the parser rejects break/continue outside loops
     return out;
 }
 
-Status Interpreter::check_output_size(const std::string& out, SourcePos pos) const {
-    if (out.size() > kMaxStringBytes) return error_at(pos, "rendered output is too large");
+Status Interpreter::append_output(std::string& out, std::string_view text, SourcePos pos) {
+    if (out.size() + text.size() > budget_.limits().max_output_bytes)
+        return error_at(pos, make_error(ErrorKind::ResourceExhausted,
+                                        "rendered output is too large (more than {} "
+                                        "bytes)",
+                                        budget_.limits().max_output_bytes));
+    // Copying text costs like creating it: a loop re-rendering a long string is bounded too.
+    if (!budget_.spend_bytes(text.size())) return budget_error(pos);
+    out += text;
     return ok_status();
 }
 
@@ -79,21 +87,31 @@ Result<Interpreter::Flow> Interpreter::render_nodes(const NodeList& nodes, std::
 }
 
 Result<Interpreter::Flow> Interpreter::render_node(const Node& node, std::string& out) {
+    LMRUN_RETURN_IF_ERROR(enter(node.pos));
+    Result<Flow> flow = render_statement(node, out);
+    leave();
+    return flow;
+}
+
+Result<Interpreter::Flow> Interpreter::render_statement(const Node& node, std::string& out) {
     switch (node.kind) {
         case NodeKind::Text:
-            out += static_cast<const TextNode&>(node).text;
-            LMRUN_RETURN_IF_ERROR(check_output_size(out, node.pos));
+            LMRUN_RETURN_IF_ERROR(append_output(out, static_cast<const TextNode&>(node).text, node.pos));
             return Flow::Normal;
         case NodeKind::Output: {
             LMRUN_ASSIGN_OR_RETURN(Value value, eval(*static_cast<const OutputNode&>(node).expr));
-            out += to_python_str(value);
-            LMRUN_RETURN_IF_ERROR(check_output_size(out, node.pos));
+            const std::string text = to_python_str(value);
+            if (budget_.exhausted()) return budget_error(node.pos);
+            LMRUN_RETURN_IF_ERROR(append_output(out, text, node.pos));
             return Flow::Normal;
         }
         case NodeKind::If: {
             const auto& if_node = static_cast<const IfNode&>(node);
-            LMRUN_ASSIGN_OR_RETURN(Value condition, eval(*if_node.condition));
-            return render_nodes(condition.truthy() ? if_node.body : if_node.else_body, out);
+            for (const IfNode::Branch& branch : if_node.branches) {
+                LMRUN_ASSIGN_OR_RETURN(Value condition, eval(*branch.condition));
+                if (condition.truthy()) return render_nodes(branch.body, out);
+            }
+            return render_nodes(if_node.else_body, out);
         }
         case NodeKind::For:
             return render_for(static_cast<const ForNode&>(node), out);
@@ -189,7 +207,9 @@ Status Interpreter::render_set(const SetNode& node) {
 Result<Value> Interpreter::call_macro(const MacroNode& macro, const CallArgs& args) {
     if (args.positional.size() > macro.params.size())
         return make_error("macro '{}' takes not more than {} argument(s)", macro.name, macro.params.size());
-    if (call_depth_ >= kMaxCallDepth) return make_error("macro calls nested too deeply");
+    if (call_depth_ >= kMaxCallDepth)
+        return make_error(ErrorKind::ResourceExhausted, "macro calls nested too deeply (more than {})",
+                          kMaxCallDepth);
     Frame locals;
     for (size_t i = 0; i < args.positional.size(); ++i) locals[macro.params[i]] = args.positional[i];
     for (const auto& [name, value] : args.keyword) {

@@ -18,8 +18,10 @@ Result<ValueList> iterate(const Value& value) {
         case ValueKind::Undefined:
             return ValueList{};
         case ValueKind::List:
+            spend_steps(int64_t(value.as_list().size()));
             return value.as_list();
         case ValueKind::Dict: {
+            spend_steps(int64_t(value.as_dict().entries.size()));
             ValueList keys;
             for (const auto& entry : value.as_dict().entries) keys.emplace_back(entry.first);
             return keys;
@@ -27,6 +29,8 @@ Result<ValueList> iterate(const Value& value) {
         case ValueKind::String: {
             const std::string& text = value.as_string();
             const std::vector<size_t> offsets = code_point_offsets(text);
+            LMRUN_RETURN_IF_ERROR(check_list_items(offsets.size() - 1, "iterating over a string"));
+            spend_steps(int64_t(offsets.size()));
             ValueList chars;
             chars.reserve(offsets.size() - 1);
             for (size_t i = 0; i + 1 < offsets.size(); ++i)
@@ -73,11 +77,14 @@ Result<Value> get_item(const Value& object, const Value& index) {
             if (normalize_index(index, object.as_list().size(), i)) return object.as_list()[i];
             return missing_item(object, index);
         case ValueKind::String: {
+            // Walks to the code point: no table of offsets for one character of a long string.
             const std::string& text = object.as_string();
-            const std::vector<size_t> offsets = code_point_offsets(text);
-            if (normalize_index(index, offsets.size() - 1, i))
-                return Value(text.substr(offsets[i], offsets[i + 1] - offsets[i]));
-            return missing_item(object, index);
+            if (!normalize_index(index, code_point_count(text), i)) return missing_item(object, index);
+            size_t pos = 0;
+            for (size_t skipped = 0; skipped < i; ++skipped) decode_utf8(text, pos);
+            const size_t start = pos;
+            decode_utf8(text, pos);
+            return Value(text.substr(start, pos - start));
         }
         case ValueKind::Dict:
         case ValueKind::Namespace:
@@ -164,8 +171,10 @@ Result<bool> contains(const Value& container, const Value& item) {
             if (!item.is_string())
                 return make_error("'in <string>' requires string as left operand, not {}",
                                   type_name(item.kind()));
+            spend_bytes(container.as_string().size());
             return container.as_string().find(item.as_string()) != std::string::npos;
         case ValueKind::List:
+            spend_steps(int64_t(container.as_list().size()));
             for (const Value& element : container.as_list())
                 if (values_equal(element, item)) return true;
             return false;
@@ -190,18 +199,20 @@ Error unsupported(std::string_view op, const Value& a, const Value& b) {
 
 Result<Value> repeat(const Value& sequence, int64_t count) {
     if (count < 0) count = 0;
+    const uint64_t times = static_cast<uint64_t>(count);
+    LMRUN_RETURN_IF_ERROR(
+        check_value_bytes(saturating_mul(sequence.size_bytes(), times), "repetition result"));
     if (sequence.is_string()) {
         const std::string& text = sequence.as_string();
-        if (!text.empty() && static_cast<uint64_t>(count) > kMaxStringBytes / text.size())
-            return make_error("string repetition result is too large");
         std::string result;
+        result.reserve(text.size() * times);
         for (int64_t i = 0; i < count; ++i) result += text;
         return Value(std::move(result));
     }
     const ValueList& items = sequence.as_list();
-    if (!items.empty() && static_cast<uint64_t>(count) > static_cast<uint64_t>(kMaxRangeItems) / items.size())
-        return make_error("list repetition result is too large");
+    LMRUN_RETURN_IF_ERROR(check_list_items(saturating_mul(items.size(), times), "repetition result"));
     ValueList result;
+    result.reserve(items.size() * times);
     for (int64_t i = 0; i < count; ++i) result.insert(result.end(), items.begin(), items.end());
     return Value::list(std::move(result));
 }
@@ -265,12 +276,12 @@ Result<Value> arithmetic(std::string_view op, const Value& a, const Value& b) {
         return integer_arithmetic(op, int_of(a), int_of(b));
     }
     if (op == "+" && a.kind() == b.kind()) {
-        if (a.is_string()) {
-            if (a.as_string().size() + b.as_string().size() > kMaxStringBytes)
-                return make_error("string is too large");
-            return Value(a.as_string() + b.as_string());
-        }
+        LMRUN_RETURN_IF_ERROR(
+            check_value_bytes(saturating_add(a.size_bytes(), b.size_bytes()), "the result of '+'"));
+        if (a.is_string()) return Value(a.as_string() + b.as_string());
         if (a.kind() == ValueKind::List) {
+            LMRUN_RETURN_IF_ERROR(
+                check_list_items(a.as_list().size() + b.as_list().size(), "the result of '+'"));
             ValueList items = a.as_list();
             items.insert(items.end(), b.as_list().begin(), b.as_list().end());
             return Value::list(std::move(items));

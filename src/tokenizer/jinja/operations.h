@@ -9,19 +9,20 @@
 #include <vector>
 
 #include "core/result.h"
+#include "tokenizer/jinja/render_budget.h"
 #include "tokenizer/jinja/value.h"
 
 namespace lmrun::jinja {
 
-// Caps that keep hostile templates from exhausting memory (Jinja's sandbox
-// caps range() at 100000 items too).
+// Jinja's sandbox caps range() at 100000 items; every other value is bounded by
+// kMaxValueBytes and kMaxListItems (render_budget.h).
 inline constexpr int64_t kMaxRangeItems = 100000;
-inline constexpr size_t kMaxStringBytes = size_t{64} << 20;
 
 // The error for using an undefined value where Jinja raises UndefinedError.
 Error undefined_error(const Value& value);
 
-// Items of a list, keys of a dict, code points of a string; undefined is empty.
+// Items of a list, keys of a dict, code points of a string; undefined is empty. Spends a
+// step per item; a string of more than kMaxListItems code points is an error.
 Result<ValueList> iterate(const Value& value);
 // obj.name for dicts and namespaces; undefined (with a hint) otherwise.
 Value get_attribute(const Value& object, const std::string& name);
@@ -31,7 +32,8 @@ Result<Value> get_item(const Value& object, const Value& index);
 Result<Value> slice_value(const Value& object, const Value& start, const Value& stop, const Value& step);
 // Python `item in container`.
 Result<bool> contains(const Value& container, const Value& item);
-// + - * / // % ** on numbers, + on strings and lists, * repetition.
+// + - * / // % ** on numbers, + on strings and lists, * repetition (results bounded by
+// kMaxValueBytes and kMaxListItems).
 Result<Value> arithmetic(std::string_view op, const Value& a, const Value& b);
 
 // Python-style binding of positional and keyword arguments to named parameters.

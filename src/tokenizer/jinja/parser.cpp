@@ -25,7 +25,7 @@ class StatementParser {
     Status parse_body(std::initializer_list<std::string_view> end_keywords, NodeList& body,
                       std::string& end_keyword, SourcePos opened_at = {}) {
         TokenStream::NestingGuard guard(stream_);
-        if (!guard.ok()) return stream_.error_at(stream_.peek(), "blocks nested too deeply");
+        if (!guard.ok()) return stream_.too_deep("blocks");
         while (!stream_.at(TokenKind::End)) {
             const Token& token = stream_.peek();
             if (token.kind == TokenKind::Text) {
@@ -80,14 +80,12 @@ class StatementParser {
 
     Result<NodePtr> parse_if(SourcePos pos) {
         auto node = std::make_unique<IfNode>(pos);
-        LMRUN_ASSIGN_OR_RETURN(node->condition, parse_tuple(stream_, false));
-        LMRUN_RETURN_IF_ERROR(expect_block_end());
-        std::string end;
-        LMRUN_RETURN_IF_ERROR(parse_body({"elif", "else", "endif"}, node->body, end, pos));
-        if (end == "elif") {
-            LMRUN_ASSIGN_OR_RETURN(NodePtr elif, parse_if(stream_.peek().pos));
-            node->else_body.push_back(std::move(elif));
-            return NodePtr(std::move(node));
+        std::string end = "elif";
+        while (end == "elif") {  // the if itself, then every elif: a loop, however long the chain
+            IfNode::Branch& branch = node->branches.emplace_back();
+            LMRUN_ASSIGN_OR_RETURN(branch.condition, parse_tuple(stream_, false));
+            LMRUN_RETURN_IF_ERROR(expect_block_end());
+            LMRUN_RETURN_IF_ERROR(parse_body({"elif", "else", "endif"}, branch.body, end, pos));
         }
         if (end == "else") {
             LMRUN_RETURN_IF_ERROR(expect_block_end());
@@ -209,6 +207,9 @@ class StatementParser {
 }  // namespace
 
 Result<std::unique_ptr<Template>> parse_template(std::string_view source) {
+    if (source.size() > kMaxTemplateBytes)
+        return make_error(ErrorKind::ResourceExhausted, "template is {} bytes, more than the limit of {}",
+                          source.size(), kMaxTemplateBytes);
     LMRUN_ASSIGN_OR_RETURN(std::vector<Token> tokens, tokenize(source));
     return StatementParser(std::move(tokens)).run();
 }

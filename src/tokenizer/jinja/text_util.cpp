@@ -4,6 +4,8 @@
 #include <unicode/uchar.h>
 #include <unicode/unistr.h>
 
+#include "tokenizer/jinja/render_budget.h"
+
 namespace lmrun::jinja {
 
 uint32_t decode_utf8(std::string_view text, size_t& pos) {
@@ -61,6 +63,7 @@ void append_utf8(std::string& out, uint32_t cp) {
 }
 
 std::vector<size_t> code_point_offsets(std::string_view text) {
+    spend_bytes(text.size());
     std::vector<size_t> offsets;
     offsets.reserve(text.size() + 1);
     size_t pos = 0;
@@ -73,6 +76,7 @@ std::vector<size_t> code_point_offsets(std::string_view text) {
 }
 
 size_t code_point_count(std::string_view text) {
+    spend_bytes(text.size());
     size_t count = 0;
     size_t pos = 0;
     while (pos < text.size()) {
@@ -99,103 +103,119 @@ bool is_python_space(uint32_t cp) {
     }
 }
 
-namespace {
-
-// Decodes `text` into (code point, byte offset) pairs.
-struct CodePoints {
-    std::vector<uint32_t> values;
-    std::vector<size_t> offsets;  // one more than values
-};
-
-CodePoints decode_all(std::string_view text) {
-    CodePoints result;
-    size_t pos = 0;
-    while (pos < text.size()) {
-        result.offsets.push_back(pos);
-        result.values.push_back(decode_utf8(text, pos));
-    }
-    result.offsets.push_back(text.size());
-    return result;
-}
-
-}  // namespace
-
 std::string python_strip(std::string_view text, StripSide side, std::string_view chars, bool chars_given) {
-    const CodePoints cps = decode_all(text);
+    spend_bytes(text.size());
     std::vector<uint32_t> strip_set;
-    if (chars_given) strip_set = decode_all(chars).values;
+    for (size_t pos = 0; chars_given && pos < chars.size();) strip_set.push_back(decode_utf8(chars, pos));
     const auto strippable = [&](uint32_t cp) {
         if (!chars_given) return is_python_space(cp);
         for (uint32_t c : strip_set)
             if (c == cp) return true;
         return false;
     };
-    size_t begin = 0;
-    size_t end = cps.values.size();
-    if (side != StripSide::Right)
-        while (begin < end && strippable(cps.values[begin])) ++begin;
-    if (side != StripSide::Left)
-        while (end > begin && strippable(cps.values[end - 1])) --end;
-    return std::string(text.substr(cps.offsets[begin], cps.offsets[end] - cps.offsets[begin]));
+    // One forward pass: where the first kept code point starts, where the last one ends.
+    size_t begin = text.size();
+    size_t end = 0;
+    for (size_t pos = 0; pos < text.size();) {
+        const size_t start = pos;
+        if (strippable(decode_utf8(text, pos))) continue;
+        if (begin == text.size()) begin = start;
+        end = pos;
+    }
+    if (begin == text.size()) return std::string();  // every code point strippable
+    if (side == StripSide::Right) begin = 0;
+    if (side == StripSide::Left) end = text.size();
+    return std::string(text.substr(begin, end - begin));
 }
 
-std::vector<std::string> python_split(std::string_view text, std::string_view sep, bool sep_given,
-                                      int64_t max_split) {
+Result<std::vector<std::string>> python_split(std::string_view text, std::string_view sep, bool sep_given,
+                                              int64_t max_split) {
+    spend_bytes(text.size());
     std::vector<std::string> parts;
+    // Every piece becomes a Value of its own: their number is bounded like any list's.
+    const auto add = [&parts](std::string_view piece) {
+        if (parts.size() >= kMaxListItems) return false;
+        parts.emplace_back(piece);
+        return true;
+    };
+    const Error too_many =
+        make_error(ErrorKind::ResourceExhausted, "split() result has more than {} items", kMaxListItems);
     if (sep_given) {
         size_t start = 0;
         while (max_split < 0 || static_cast<int64_t>(parts.size()) < max_split) {
             const size_t found = text.find(sep, start);
             if (found == std::string_view::npos) break;
-            parts.emplace_back(text.substr(start, found - start));
+            if (!add(text.substr(start, found - start))) return too_many;
             start = found + sep.size();
         }
-        parts.emplace_back(text.substr(start));
+        if (!add(text.substr(start))) return too_many;
         return parts;
     }
     // Whitespace mode: runs of whitespace separate, empty strings never appear.
-    const CodePoints cps = decode_all(text);
-    size_t i = 0;
-    const size_t n = cps.values.size();
-    while (i < n) {
-        while (i < n && is_python_space(cps.values[i])) ++i;
-        if (i == n) break;
+    size_t pos = 0;
+    while (true) {
+        size_t start = pos;  // skip whitespace
+        while (start < text.size()) {
+            size_t next = start;
+            if (!is_python_space(decode_utf8(text, next))) break;
+            start = next;
+        }
+        if (start == text.size()) break;
         if (max_split >= 0 && static_cast<int64_t>(parts.size()) == max_split) {
-            parts.emplace_back(text.substr(cps.offsets[i]));  // Python keeps the rest as is
+            if (!add(text.substr(start))) return too_many;  // Python keeps the rest as is
             break;
         }
-        const size_t start = i;
-        while (i < n && !is_python_space(cps.values[i])) ++i;
-        parts.emplace_back(text.substr(cps.offsets[start], cps.offsets[i] - cps.offsets[start]));
+        size_t end = start;
+        while (end < text.size()) {
+            size_t next = end;
+            if (is_python_space(decode_utf8(text, next))) break;
+            end = next;
+        }
+        if (!add(text.substr(start, end - start))) return too_many;
+        pos = end;
     }
     return parts;
 }
 
-std::string replace_all(std::string_view text, std::string_view from, std::string_view to,
-                        int64_t max_count) {
+Result<std::string> replace_all(std::string_view text, std::string_view from, std::string_view to,
+                                int64_t max_count) {
+    spend_bytes(text.size());
+    // Counted first: the result is checked against the value limit before it is built.
+    uint64_t count = 0;
+    if (from.empty()) {
+        count = code_point_count(text) + 1;
+    } else {
+        for (size_t pos = text.find(from); pos != std::string_view::npos;
+             pos = text.find(from, pos + from.size()))
+            ++count;
+    }
+    if (max_count >= 0) count = std::min<uint64_t>(count, uint64_t(max_count));
+    const uint64_t result_bytes =
+        saturating_add(text.size() - count * from.size(), saturating_mul(count, to.size()));
+    LMRUN_RETURN_IF_ERROR(check_value_bytes(result_bytes, "replace() result"));
     std::string result;
+    result.reserve(result_bytes);
     if (from.empty()) {
         // Python inserts `to` before every code point and at the end.
-        const std::vector<size_t> offsets = code_point_offsets(text);
-        int64_t done = 0;
-        for (size_t i = 0; i < offsets.size(); ++i) {
-            if (max_count < 0 || done < max_count) {
+        uint64_t done = 0;
+        for (size_t pos = 0;;) {
+            if (done < count) {
                 result += to;
                 ++done;
             }
-            if (i + 1 < offsets.size()) result += text.substr(offsets[i], offsets[i + 1] - offsets[i]);
+            if (pos == text.size()) break;
+            const size_t start = pos;
+            decode_utf8(text, pos);
+            result += text.substr(start, pos - start);
         }
         return result;
     }
     size_t start = 0;
-    int64_t done = 0;
-    while (max_count < 0 || done < max_count) {
+    for (uint64_t done = 0; done < count; ++done) {
         const size_t found = text.find(from, start);
-        if (found == std::string_view::npos) break;
         result += text.substr(start, found - start);
         result += to;
         start = found + from.size();
-        ++done;
     }
     result += text.substr(start);
     return result;

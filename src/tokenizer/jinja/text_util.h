@@ -8,10 +8,13 @@
 #include <string_view>
 #include <vector>
 
+#include "core/result.h"
+
 namespace lmrun::jinja {
 
 // Byte offsets of every code point start plus a final entry == text.size().
-// Invalid bytes count as one code point each (never fails).
+// Invalid bytes count as one code point each (never fails). The scans below spend their
+// input's bytes from the current render budget.
 std::vector<size_t> code_point_offsets(std::string_view text);
 size_t code_point_count(std::string_view text);
 
@@ -25,11 +28,14 @@ void append_utf8(std::string& out, uint32_t cp);
 enum class StripSide { Left, Right, Both };
 std::string python_strip(std::string_view text, StripSide side, std::string_view chars, bool chars_given);
 
-// Python str.split(sep, maxsplit): sep empty means split on whitespace runs.
-std::vector<std::string> python_split(std::string_view text, std::string_view sep, bool sep_given,
-                                      int64_t max_split);
+// Python str.split(sep, maxsplit): sep empty means split on whitespace runs. Fails past
+// kMaxListItems pieces (render_budget.h).
+Result<std::vector<std::string>> python_split(std::string_view text, std::string_view sep, bool sep_given,
+                                              int64_t max_split);
 
-std::string replace_all(std::string_view text, std::string_view from, std::string_view to, int64_t max_count);
+// Python str.replace; fails when the result would exceed kMaxValueBytes.
+Result<std::string> replace_all(std::string_view text, std::string_view from, std::string_view to,
+                                int64_t max_count);
 
 // Full Unicode case mapping (ICU, root locale), like Python's str.upper()/lower().
 std::string to_upper(std::string_view text);

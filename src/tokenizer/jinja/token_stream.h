@@ -48,6 +48,13 @@ class TokenStream {
     Error error_at(const Token& token, const std::string& message) const {
         return make_error("line {}, column {}: {}", token.pos.line, token.pos.column, message);
     }
+    // Past kMaxNesting: a limit of the parser, not a syntax error.
+    Error too_deep(std::string_view what) const {
+        Error error =
+            error_at(peek(), fmt::format("{} nested too deeply (more than {} levels)", what, kMaxNesting));
+        error.kind = ErrorKind::ResourceExhausted;
+        return error;
+    }
     Error unexpected(std::string_view expected) const {
         return error_at(peek(), fmt::format("expected {}, got {}", expected, describe(peek())));
     }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "tokenizer/jinja/render_budget.h"
+
 namespace lmrun::jinja {
 
 const Value* ValueDict::find(std::string_view key) const {
@@ -26,22 +28,35 @@ Value Value::undefined(std::string hint) {
     return value;
 }
 
+const std::string& Value::undefined_hint() const {
+    static const std::string kNoHint;
+    const std::string* hint = std::get_if<std::string>(&data_);
+    return hint != nullptr ? *hint : kNoHint;
+}
+
 Value Value::none() {
     Value value;
     value.kind_ = ValueKind::None;
     return value;
 }
 
-uint32_t Value::depth_of(const ValueList& items) {
-    uint32_t depth = 0;
-    for (const Value& item : items) depth = std::max(depth, item.depth_);
-    return depth + 1;
-}
+namespace {
+
+constexpr uint64_t kEntryBytes = 16;
+
+}  // namespace
 
 Value Value::list(ValueList items) {
     Value value;
     value.kind_ = ValueKind::List;
-    value.depth_ = depth_of(items);
+    uint32_t depth = 0;
+    uint64_t size = 0;
+    for (const Value& item : items) {
+        depth = std::max(depth, item.depth_);
+        size = saturating_add(size, saturating_add(kEntryBytes, item.size_bytes_));
+    }
+    value.depth_ = depth + 1;
+    value.size_bytes_ = size;
     value.data_ = std::make_shared<const ValueList>(std::move(items));
     return value;
 }
@@ -49,8 +64,14 @@ Value Value::list(ValueList items) {
 Value Value::dict(ValueDict dict) {
     Value value;
     value.kind_ = ValueKind::Dict;
-    for (const auto& entry : dict.entries) value.depth_ = std::max(value.depth_, entry.second.depth_);
+    uint64_t size = 0;
+    for (const auto& entry : dict.entries) {
+        value.depth_ = std::max(value.depth_, entry.second.depth_);
+        size =
+            saturating_add(size, saturating_add(kEntryBytes + entry.first.size(), entry.second.size_bytes_));
+    }
     ++value.depth_;
+    value.size_bytes_ = size;
     value.data_ = std::make_shared<const ValueDict>(std::move(dict));
     return value;
 }
@@ -58,6 +79,7 @@ Value Value::dict(ValueDict dict) {
 Value Value::make_namespace(ValueDict attributes) {
     Value value;
     value.kind_ = ValueKind::Namespace;
+    value.size_bytes_ = kEntryBytes;
     // Namespaces are mutable: the interpreter checks the depth of what is assigned.
     value.depth_ = 1;
     value.data_ = std::make_shared<ValueDict>(std::move(attributes));
@@ -192,7 +214,10 @@ bool values_equal(const Value& a, const Value& b) {
         case ValueKind::List: {
             const ValueList& x = a.as_list();
             const ValueList& y = b.as_list();
+            if (&x == &y) return true;  // shared: nested shared lists would cost their logical size
             if (x.size() != y.size()) return false;
+            // An exhausted budget stops the walk; the render fails at its next check.
+            if (!spend_steps(int64_t(x.size()))) return false;
             for (size_t i = 0; i < x.size(); ++i)
                 if (!values_equal(x[i], y[i])) return false;
             return true;
@@ -200,7 +225,11 @@ bool values_equal(const Value& a, const Value& b) {
         case ValueKind::Dict: {
             const ValueDict& x = a.as_dict();
             const ValueDict& y = b.as_dict();
+            if (&x == &y) return true;
             if (x.entries.size() != y.entries.size()) return false;
+            // find() is linear: comparing two dicts of n keys visits n * n entries.
+            const auto num_entries = static_cast<int64_t>(x.entries.size());
+            if (!spend_steps(num_entries * num_entries)) return false;
             for (const auto& [key, value] : x.entries) {
                 const Value* other = y.find(key);
                 if (other == nullptr || !values_equal(value, *other)) return false;
@@ -231,6 +260,7 @@ Result<bool> value_less(const Value& a, const Value& b) {
         const ValueList& x = a.as_list();
         const ValueList& y = b.as_list();
         for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+            if (!spend_steps(1)) return false;
             if (values_equal(x[i], y[i])) continue;
             return value_less(x[i], y[i]);
         }

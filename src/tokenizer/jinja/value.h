@@ -1,8 +1,8 @@
 // The dynamic value type of the Jinja interpreter: Python-like undefined, None,
 // bool, int (int64), float (double), str (UTF-8), list, dict (insertion-ordered,
 // string keys), namespace (the only mutable object) and callables.
-// Lists and dicts are immutable and shared, so copying a Value is cheap
-// except for strings, which are copied.
+// Strings, lists and dicts are immutable and shared, so copying a Value is cheap
+// (a list of a thousand references to one long string holds that string once).
 #pragma once
 
 #include <cstdint>
@@ -55,7 +55,10 @@ class Value {
     Value(int64_t value) : kind_(ValueKind::Int), data_(value) {}
     Value(int value) : Value(static_cast<int64_t>(value)) {}
     Value(double value) : kind_(ValueKind::Float), data_(value) {}
-    Value(std::string value) : kind_(ValueKind::String), data_(std::move(value)) {}
+    Value(std::string value)
+        : kind_(ValueKind::String),
+          size_bytes_(value.size()),
+          data_(std::make_shared<const std::string>(std::move(value))) {}
     Value(std::string_view value) : Value(std::string(value)) {}
     Value(const char* value) : Value(std::string(value)) {}
 
@@ -73,6 +76,10 @@ class Value {
     // Nesting limit of lists/dicts; containers record their depth (scalars: 0).
     static constexpr uint32_t kMaxDepth = 256;
     uint32_t depth() const { return depth_; }
+    // Logical size: a string's bytes, or what a list or dict holds counted as if nothing were
+    // shared (16 bytes per entry plus keys and items), saturating at UINT64_MAX. What
+    // formatting or comparing the value may cost; a namespace counts as 16 bytes.
+    uint64_t size_bytes() const { return size_bytes_; }
 
     ValueKind kind() const { return kind_; }
     bool is_undefined() const { return kind_ == ValueKind::Undefined; }
@@ -87,24 +94,25 @@ class Value {
     double as_float() const { return std::get<double>(data_); }
     // Int, Float or Bool as a double (Python's numeric tower).
     double to_double() const;
-    const std::string& as_string() const { return std::get<std::string>(data_); }
+    const std::string& as_string() const { return *std::get<std::shared_ptr<const std::string>>(data_); }
     const ValueList& as_list() const { return *std::get<std::shared_ptr<const ValueList>>(data_); }
     const ValueDict& as_dict() const;  // Dict or Namespace
     ValueDict& namespace_attributes() const { return *std::get<std::shared_ptr<ValueDict>>(data_); }
     const Callable& as_callable() const { return *std::get<std::shared_ptr<const Callable>>(data_); }
-    const std::string& undefined_hint() const { return std::get<std::string>(data_); }
+    // "" when the undefined value carries no hint (a default-constructed Value).
+    const std::string& undefined_hint() const;
 
     // Python truthiness; undefined is false.
     bool truthy() const;
 
   private:
-    static uint32_t depth_of(const ValueList& items);
-
     ValueKind kind_ = ValueKind::Undefined;
     uint32_t depth_ = 0;
-    std::variant<std::monostate, bool, int64_t, double, std::string, std::shared_ptr<const ValueList>,
-                 std::shared_ptr<const ValueDict>, std::shared_ptr<ValueDict>,
-                 std::shared_ptr<const Callable>>
+    uint64_t size_bytes_ = 8;
+    // std::string: the hint of an undefined value; strings themselves are shared.
+    std::variant<std::monostate, bool, int64_t, double, std::string, std::shared_ptr<const std::string>,
+                 std::shared_ptr<const ValueList>, std::shared_ptr<const ValueDict>,
+                 std::shared_ptr<ValueDict>, std::shared_ptr<const Callable>>
         data_;
 };
 

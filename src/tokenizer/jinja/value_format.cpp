@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "tokenizer/jinja/render_budget.h"
 #include "tokenizer/jinja/text_util.h"
 
 namespace lmrun::jinja {
@@ -41,12 +42,13 @@ std::string format_python_float(double value) {
         text += digits;
     } else if (num_digits <= exponent + 1) {
         text += digits;
-        text.append(static_cast<size_t>(exponent + 1 - num_digits), '0');
+        text.append(static_cast<size_t>(exponent) + 1 - digits.size(), '0');
         text += ".0";
     } else {
-        text.append(digits, 0, static_cast<size_t>(exponent + 1));
+        const size_t integer_digits = static_cast<size_t>(exponent) + 1;  // exponent >= 0 here
+        text.append(digits, 0, integer_digits);
         text += '.';
-        text.append(digits, static_cast<size_t>(exponent + 1));
+        text.append(digits, integer_digits);
     }
     return text;
 }
@@ -129,6 +131,8 @@ class JsonWriter {
 
     Status write(const Value& value, int depth) {
         if (depth > 512) return make_error("tojson: nesting too deep");
+        // Items are shared and indentation grows with depth: the text can be far larger than the value.
+        LMRUN_RETURN_IF_ERROR(check_value_bytes(out_.size(), "tojson() result"));
         switch (value.kind()) {
             case ValueKind::None:
                 out_ += "null";
@@ -202,6 +206,7 @@ class JsonWriter {
             return ok_status();
         }
         std::vector<const std::pair<std::string, Value>*> entries;
+        entries.reserve(dict.entries.size());
         for (const auto& entry : dict.entries) entries.push_back(&entry);
         if (options_.sort_keys)
             std::sort(entries.begin(), entries.end(),
@@ -235,44 +240,71 @@ std::string to_python_str(const Value& value) {
     }
 }
 
-std::string to_python_repr(const Value& value) {
+namespace {
+
+// Appends the repr of `value`. A list may hold one long string many times over (items are
+// shared): once `out` passes kMaxValueBytes the render budget is exhausted and appending stops
+// (the render then fails; outside a render the text is cut short).
+void append_repr(const Value& value, std::string& out) {
+    if (out.size() > kMaxValueBytes) {
+        if (RenderBudget* budget = current_budget())
+            budget->exhaust(fmt::format("a string is too large (more than {} bytes)", kMaxValueBytes));
+        return;
+    }
     switch (value.kind()) {
         case ValueKind::Undefined:
-            return "";
+            return;
         case ValueKind::None:
-            return "None";
+            out += "None";
+            return;
         case ValueKind::Bool:
-            return value.as_bool() ? "True" : "False";
+            out += value.as_bool() ? "True" : "False";
+            return;
         case ValueKind::Int:
-            return std::to_string(value.as_int());
+            out += std::to_string(value.as_int());
+            return;
         case ValueKind::Float:
-            return format_python_float(value.as_float());
+            out += format_python_float(value.as_float());
+            return;
         case ValueKind::String:
-            return repr_string(value.as_string());
+            out += repr_string(value.as_string());
+            return;
         case ValueKind::List: {
-            std::string out = "[";
+            out += '[';
             const ValueList& items = value.as_list();
-            for (size_t i = 0; i < items.size(); ++i) {
+            for (size_t i = 0; i < items.size() && out.size() <= kMaxValueBytes; ++i) {
                 if (i > 0) out += ", ";
-                out += to_python_repr(items[i]);
+                append_repr(items[i], out);
             }
-            return out + "]";
+            out += ']';
+            return;
         }
         case ValueKind::Dict: {
-            std::string out = "{";
+            out += '{';
             const ValueDict& dict = value.as_dict();
-            for (size_t i = 0; i < dict.entries.size(); ++i) {
+            for (size_t i = 0; i < dict.entries.size() && out.size() <= kMaxValueBytes; ++i) {
                 if (i > 0) out += ", ";
-                out += repr_string(dict.entries[i].first) + ": " + to_python_repr(dict.entries[i].second);
+                out += repr_string(dict.entries[i].first) + ": ";
+                append_repr(dict.entries[i].second, out);
             }
-            return out + "}";
+            out += '}';
+            return;
         }
         case ValueKind::Namespace:
-            return "<Namespace>";
+            out += "<Namespace>";
+            return;
         case ValueKind::Callable:
-            return "<function " + value.as_callable().name + ">";
+            out += "<function " + value.as_callable().name + ">";
+            return;
     }
-    return "";
+}
+
+}  // namespace
+
+std::string to_python_repr(const Value& value) {
+    std::string out;
+    append_repr(value, out);
+    return out;
 }
 
 Result<std::string> to_json_text(const Value& value, const JsonOptions& options) {

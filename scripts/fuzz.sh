@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz, clang-16 with ASan + UBSan, in build-fuzz) and
+# runs each for a fixed time, one after the other, then prints per target the corpus size,
+# executions per second and crashes found.
+# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (default 600 s, every target)
+#        scripts/fuzz.sh 60                                  (what scripts/test.sh runs in CI)
+# The corpus grows across runs in build-fuzz/fuzz-corpus/<target>; seeds are generated from
+# ../shared/testdata (build-fuzz/fuzz-seeds) plus tests/fuzz/seeds/<target>.
+# Crashing inputs land in build-fuzz/fuzz-crashes/<target>/; the script then exits 1.
+# Each becomes a regression test in the normal suite and a seed in tests/fuzz/seeds/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds="${1:-600}"
+shift || true
+build=build-fuzz
+if [ ! -f "$build/build.ninja" ]; then
+    launcher=()
+    command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    cmake -S . -B "$build" -G Ninja -DLMRUN_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++-16 \
+        -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" >/dev/null
+fi
+nice cmake --build "$build" -j "$(nproc)"
+
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+    for source in tests/fuzz/*_fuzz.cpp; do targets+=("$(basename "$source" .cpp)"); done
+fi
+
+# Cutting Qwen3's tokenizer.json down under ASan takes a while (~35 s of CPU): the seeds are
+# written again only when make_fuzz_seeds changed.
+if [ ! -f "$build/fuzz-seeds/.written" ] || [ "$build/make_fuzz_seeds" -nt "$build/fuzz-seeds/.written" ]; then
+    rm -rf "$build/fuzz-seeds"
+    "$build/make_fuzz_seeds" "$build/fuzz-seeds" >/dev/null
+    touch "$build/fuzz-seeds/.written"
+fi
+
+summary=()
+failed=0
+for target in "${targets[@]}"; do
+    corpus="$build/fuzz-corpus/$target"
+    crashes="$build/fuzz-crashes/$target"
+    log="$build/fuzz-$target.log"
+    mkdir -p "$corpus" "$crashes"
+    inputs=("$corpus" "$build/fuzz-seeds/$target")
+    [ -d "tests/fuzz/seeds/$target" ] && inputs+=("tests/fuzz/seeds/$target")
+    options=()
+    [ -f "tests/fuzz/$target.dict" ] && options+=("-dict=tests/fuzz/$target.dict")
+    echo "fuzz: $target for ${seconds}s"
+    # -timeout: one input running 25 s is a hang; -rss_limit_mb: and 2 GB is a memory bomb.
+    set +e
+    nice "$build/$target" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 \
+        -print_final_stats=1 -artifact_prefix="$crashes/" "${options[@]}" "${inputs[@]}" >"$log" 2>&1
+    status=$?
+    set -e
+    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{print $2}' | tail -1)
+    rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | awk '{print $2}' | tail -1)
+    files=$(find "$corpus" -type f | wc -l)
+    bytes=$(du -sb "$corpus" | awk '{print $1}')
+    # slow-unit-* files are inputs that took > 10 s of wall time: on cores shared with other
+    # builds that is noise, so they are listed, not failures; a real hang is a timeout-* (25 s).
+    found=$(find "$crashes" -type f ! -name 'slow-unit-*' | wc -l)
+    slow=$(find "$crashes" -type f -name 'slow-unit-*' | wc -l)
+    if [ "$slow" -ne 0 ]; then echo "fuzz: $target: $slow slow inputs (> 10 s wall) in $crashes"; fi
+    if [ "$status" -ne 0 ] || [ "$found" -ne 0 ]; then
+        failed=1
+        echo "fuzz: $target FAILED (exit $status, $found crashing inputs in $crashes); log: $log"
+        grep -m 20 -E 'ERROR|SUMMARY|property violated|Test unit written' "$log" || true
+    fi
+    summary+=("$(printf '%-18s %8s files %10s bytes %12s execs %8s exec/s %4s crashes' \
+        "$target" "$files" "$bytes" "${execs:-?}" "${rate:-?}" "$found")")
+done
+
+echo
+echo "fuzz summary (${seconds}s per target):"
+printf '  %s\n' "${summary[@]}"
+exit "$failed"
