@@ -32,6 +32,8 @@ DEMO_PACKAGES=(
 TEST_PACKAGES=(
     libgtest-dev           # the unit tests
     curl                   # the server tests' raw SSE checks
+    python3-jsonschema     # tests: independent validator of structured (JSON Schema) outputs
+    python3-jinja2         # tests: reference renderings of the Qwen3 chat template (tool calls)
     clang-format-16        # CI: formatting check
     clang-tidy-16          # CI: lint (bugprone-*, performance-*)
     libomp-16-dev          # CI: an omp.h that clang-tidy's clang can parse (GCC's is not on its path)

@@ -13,9 +13,12 @@
 namespace lmrun::testing {
 namespace {
 
+// with_masks: every third row samples under a structured-output token mask (the
+// engine fills masks before the step; applying one must not allocate either).
 void expect_decode_steps_allocation_free(const std::string& model, DType dtype,
                                          const WeightQuantization& quantization = {},
-                                         const std::string& kv_cache_dtype = "auto") {
+                                         const std::string& kv_cache_dtype = "auto",
+                                         bool with_masks = false) {
     ModelRunnerConfig config;
     config.kv_cache_dtype = kv_cache_dtype;
     config.max_num_seqs = 20;  // buckets 1, 2, 4, 8, 16, 20
@@ -25,6 +28,8 @@ void expect_decode_steps_allocation_free(const std::string& model, DType dtype,
     config.kv_cache_memory_bytes = 256ll << 20;
     auto runner = make_runner(testdata_path(model), dtype, config, quantization);
     const int64_t vocab = runner->model().config().vocab_size;
+    std::vector<uint32_t> mask(size_t((vocab + 31) / 32), 0);
+    for (int64_t id = 0; id < vocab; id += 7) mask[size_t(id / 32)] |= 1u << (id % 32);
     const int64_t context = 40;
     const int64_t steps = 6;
     for (int64_t batch : {1, 3, 8, 13, 20}) {
@@ -46,6 +51,9 @@ void expect_decode_steps_allocation_free(const std::string& model, DType dtype,
                 seqs[s] = RunnerSequence{ids[s], blocks[s], context + step, 1, true, {}};
             // Greedy and sampled rows both go through the sampler.
             for (int64_t s = 0; s < batch; s += 2) seqs[s].sampling.temperature = 0.8f;
+            if (with_masks) {
+                for (int64_t s = 0; s < batch; s += 3) seqs[s].sampling.allowed_token_mask = mask.data();
+            }
             start_counting_allocations();
             runner->run(seqs);
             const int64_t count = stop_counting_allocations();
@@ -65,6 +73,10 @@ TEST(AllocationFree, DecodeStepInt8WeightsInt8Kv) {
     int8.int8_at_load = true;
     expect_decode_steps_allocation_free("qwen3-tiny", DType::BF16, int8, "int8");
     expect_decode_steps_allocation_free("stories260k", DType::F32, int8, "fp8_e4m3");
+}
+
+TEST(AllocationFree, DecodeStepWithTokenMasks) {
+    expect_decode_steps_allocation_free("qwen3-tiny", DType::BF16, {}, "auto", /*with_masks=*/true);
 }
 
 TEST(AllocationFree, CounterSeesAllocations) {

@@ -138,3 +138,35 @@ TEST(Sampler, LogprobsAreTheModelsLogSoftmax) {
 
 }  // namespace
 }  // namespace lmrun
+
+namespace lmrun {
+namespace {
+
+// Structured output: only tokens whose bit is set can come out, greedy or sampled with any filter.
+TEST(Sampler, TokenMaskAllowsOnlyItsTokens) {
+    const int64_t vocab = 1000;
+    Sampler sampler(vocab, 1);
+    std::vector<uint32_t> mask(size_t((vocab + 31) / 32), 0);
+    const std::vector<int32_t> allowed = {3, 64, 65, 999};
+    for (int32_t id : allowed) mask[size_t(id) / 32] |= 1u << (id % 32);
+    for (uint64_t seed = 0; seed < 50; ++seed) {
+        auto logits = random_logits(vocab, seed);
+        SamplingInputs inputs;
+        inputs.allowed_token_mask = mask.data();
+        inputs.temperature = seed % 2 ? 1.0f : 0.0f;
+        inputs.top_p = seed % 3 == 0 ? 0.5f : 1.0f;
+        inputs.seed = seed;
+        const int32_t token = sample_one(sampler, logits, inputs);
+        EXPECT_NE(std::find(allowed.begin(), allowed.end(), token), allowed.end()) << token;
+        if (inputs.temperature == 0.0f) {
+            int32_t best = allowed[0];
+            for (int32_t id : allowed) {
+                if (logits[size_t(id)] > logits[size_t(best)]) best = id;
+            }
+            EXPECT_EQ(token, best);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace lmrun

@@ -15,6 +15,7 @@
 #include "cli/bench_limits.h"
 #include "cli/bench_offline.h"
 #include "cli/bench_plot.h"
+#include "cli/bench_structured.h"
 #include "cli/bench_workloads.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
@@ -56,6 +57,9 @@ struct BenchArgs {
     std::vector<int64_t> offline_output_range{100, 512};
     int64_t offline_max_num_seqs = 64;
     double kv_cache_memory_gib = 2;
+    bool structured = false;  // only the structured-output benchmark (bench_structured.h)
+    std::string tokenizer;    // its tokenizer (random checkpoints have none)
+    int64_t structured_batch = 8;
 };
 
 Result<std::string> prepare_model(const BenchArgs& args) {
@@ -343,6 +347,28 @@ ModelRunnerConfig runner_config_for(const BenchArgs& args, const ModelConfig& co
     return runner;
 }
 
+int run_structured(const BenchArgs& args, const std::string& model_dir, DType dtype) {
+    EngineConfig config = engine_config_for(args, model_dir, dtype);
+    config.tokenizer_dir = args.tokenizer;
+    config.runner.max_num_seqs = std::max<int64_t>(args.structured_batch, 8);
+    config.runner.max_model_len = 1024;
+    config.runner.kv_cache_memory_bytes = int64_t(1) << 29;
+    StructuredBenchOptions options;
+    options.batch = args.structured_batch;
+    options.repeats = args.repeats;
+    auto result = run_structured_bench(config, options);
+    if (!result.ok()) return fail(result.error());
+    if (!args.json_path.empty()) {
+        std::ofstream(args.json_path) << nlohmann::json{{"model", model_dir},
+                                                        {"threads", num_threads()},
+                                                        {"isa", isa_name(kernel_isa())},
+                                                        {"structured", *result}}
+                                             .dump(2)
+                                      << "\n";
+    }
+    return 0;
+}
+
 int run_bench(const BenchArgs& args) {
     for (const auto& [option, range] : {std::pair{"--offline-prompt-range", &args.offline_prompt_range},
                                         std::pair{"--offline-output-range", &args.offline_output_range}}) {
@@ -362,6 +388,7 @@ int run_bench(const BenchArgs& args) {
     if (!kv_dtype.ok()) return fail(kv_dtype.error());
     auto quantization = parse_weight_quantization(args.quantization, args.unquantized_embeddings);
     if (!quantization.ok()) return fail(quantization.error());
+    if (args.structured) return run_structured(args, model_dir.value(), dtype);
 
     BenchContext bench{args, {}, model_cost(config.value(), dtype, kv_dtype.value()), {}};
     nlohmann::json json = {{"model", model_dir.value()},
@@ -430,6 +457,13 @@ CommandRunner add_bench_command(CLI::App& app) {
     CLI::App* command = app.add_subcommand("bench", "Measure prefill and decode throughput");
     command->add_option("--model", args->model, "Model folder");
     command->add_option("--random", args->random_preset, "Benchmark a random-weight checkpoint: qwen3-0.6b");
+    command->add_flag("--structured", args->structured,
+                      "Only structured output: schema compile time, token mask time, constrained decode");
+    command->add_option("--tokenizer", args->tokenizer,
+                        "Tokenizer folder (for --structured on random checkpoints)");
+    command->add_option("--structured-batch", args->structured_batch, "Batch of the constrained decode")
+        ->check(integer_range(1, 256))
+        ->capture_default_str();
     command->add_option("--random-dir", args->random_dir, "Where random checkpoints are written")
         ->capture_default_str();
     command->add_option("--dtype", args->dtype, "auto, float32, bfloat16")

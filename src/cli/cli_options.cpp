@@ -5,8 +5,11 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "cli/exit_codes.h"
+#include "core/json_io.h"
 #include "core/logging.h"
 
 namespace lmrun::cli {
@@ -184,7 +187,52 @@ void SamplingOptions::add_to(CLI::App& app) {
     app.add_option("--n", params.n, "Completions per prompt")->check(integer_range(1, 128));
     app.add_option("--logprobs", params.logprobs, "Return the top-N log-probabilities of each token")
         ->check(integer_range(0, 20));
+    app.add_option("--json-schema", json_schema_file, "Constrain the output to this JSON Schema (a file)");
+    app.add_flag("--json-object", json_object, "Constrain the output to a JSON object");
+    app.add_option("--regex", regex, "Constrain the output to match this regular expression");
+    app.add_option("--choice", choices, "Constrain the output to one of these strings (repeatable)");
+    app.add_option("--grammar", grammar_file, "Constrain the output to this EBNF (GBNF) grammar (a file)");
 }
+
+namespace {
+
+Result<std::string> read_text_file(const std::string& path, const char* option) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        return with_subject(make_error(ErrorKind::NotFound, "{} {}: cannot open the file", option, path),
+                            path);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    return buffer.str();
+}
+
+// --json-schema / --json-object / --regex / --choice / --grammar (at most one).
+Result<std::optional<structured::StructuredOutputsParams>> structured_outputs(
+    const SamplingOptions& options) {
+    using structured::StructuredOutputsParams;
+    using Optional = std::optional<StructuredOutputsParams>;
+    const int given = int(!options.json_schema_file.empty()) + int(options.json_object) +
+                      int(!options.regex.empty()) + int(!options.choices.empty()) +
+                      int(!options.grammar_file.empty());
+    if (given > 1)
+        return make_error("give at most one of --json-schema, --json-object, --regex, --choice, --grammar");
+    if (!options.json_schema_file.empty()) {
+        LMRUN_ASSIGN_OR_RETURN(nlohmann::json checked, read_json_file(options.json_schema_file));
+        (void)checked;  // bounded parse first; the schema keeps its key order as text
+        LMRUN_ASSIGN_OR_RETURN(std::string text, read_text_file(options.json_schema_file, "--json-schema"));
+        return Optional(StructuredOutputsParams::json_schema(std::move(text)));
+    }
+    if (options.json_object) return Optional(StructuredOutputsParams::json_object());
+    if (!options.regex.empty()) return Optional(StructuredOutputsParams::regex(options.regex));
+    if (!options.choices.empty()) return Optional(StructuredOutputsParams::choice(options.choices));
+    if (!options.grammar_file.empty()) {
+        LMRUN_ASSIGN_OR_RETURN(std::string text, read_text_file(options.grammar_file, "--grammar"));
+        return Optional(StructuredOutputsParams::grammar(std::move(text)));
+    }
+    return Optional();
+}
+
+}  // namespace
 
 Result<std::vector<int32_t>> parse_id_list(const std::string& text, const std::string& option_name) {
     std::vector<int32_t> ids;
@@ -209,6 +257,7 @@ Result<SamplingParams> SamplingOptions::to_params() const {
     if (!stop_token_ids.empty()) {
         LMRUN_ASSIGN_OR_RETURN(result.stop_token_ids, parse_id_list(stop_token_ids, "--stop-token-ids"));
     }
+    LMRUN_ASSIGN_OR_RETURN(result.structured_outputs, structured_outputs(*this));
     LMRUN_RETURN_IF_ERROR(result.validate());
     return result;
 }

@@ -40,6 +40,12 @@ struct EngineOptions {
 struct SamplingOptions {
     SamplingParams params;
     std::string stop_token_ids;  // comma-separated
+    // Structured output (at most one).
+    std::string json_schema_file;
+    std::string regex;
+    std::vector<std::string> choices;
+    std::string grammar_file;
+    bool json_object = false;
 
     void add_to(CLI::App& app);
     // Applies the parsed text fields; errors name the option.

@@ -29,6 +29,9 @@ struct ServeArgs {
     double shutdown_timeout_seconds = 30;
     int64_t max_request_body_mb = 64;
     CLI::Option* max_connections_option = nullptr;  // tells whether --max-connections was given
+    std::string reasoning_parser;                   // "" or qwen3
+    std::string tool_call_parser;                   // "" or hermes, llama3_json
+    bool enable_auto_tool_choice = false;
 };
 
 // The soft limit on open files is raised to the hard one (each connection is a socket); the
@@ -60,6 +63,14 @@ Status fit_connections_to_file_limit(int& max_connections, bool given) {
 // The ranges are checked while parsing (add_serve_command); this derives what they imply.
 Status check_serve_args(ServeArgs& args) {
     args.http.max_request_body_bytes = size_t(args.max_request_body_mb) << 20;
+    if (!args.reasoning_parser.empty() && args.reasoning_parser != "qwen3")
+        return make_error("--reasoning-parser must be qwen3, got \"{}\"", args.reasoning_parser);
+    if (!args.tool_call_parser.empty() && args.tool_call_parser != "hermes" &&
+        args.tool_call_parser != "llama3_json")
+        return make_error("--tool-call-parser must be hermes or llama3_json, got \"{}\"",
+                          args.tool_call_parser);
+    if (args.enable_auto_tool_choice && args.tool_call_parser.empty())
+        return make_error("--enable-auto-tool-choice needs --tool-call-parser");
     return fit_connections_to_file_limit(args.http.max_connections, args.max_connections_option->count() > 0);
 }
 
@@ -115,6 +126,9 @@ int run_serve(ServeArgs& args) {
     info.max_model_len = engine.value()->max_model_len();
     info.vocab_size = engine.value()->model_config().vocab_size;
     info.created_unix = std::time(nullptr);
+    info.reasoning_parser = args.reasoning_parser;
+    info.tool_call_parser = args.tool_call_parser;
+    info.enable_auto_tool_choice = args.enable_auto_tool_choice;
     server::PromptProcessor prompts(engine.value()->tokenizer(), std::move(chat_template).value(), info);
     server::ServerMetrics metrics(info.served_name);
     server::AsyncEngineOptions engine_options{args.engine.max_num_seqs, args.max_queued_requests};
@@ -160,6 +174,13 @@ CommandRunner add_serve_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--served-model-name", args->served_model_name,
                         "Model name clients use (default: folder name)");
+    command->add_option("--reasoning-parser", args->reasoning_parser,
+                        "qwen3: split <think>...</think> into message.reasoning_content");
+    command->add_option("--tool-call-parser", args->tool_call_parser,
+                        "Read tool calls from the model's output: hermes (Qwen) or llama3_json");
+    command->add_flag(
+        "--enable-auto-tool-choice", args->enable_auto_tool_choice,
+        "Allow tool_choice \"auto\": the model decides, its calls are parsed (needs --tool-call-parser)");
     command->add_option(
         "--api-key", args->http.api_key,
         "Require 'Authorization: Bearer KEY' on /v1, /tokenize, /detokenize (or LMRUN_API_KEY)");

@@ -23,6 +23,10 @@
 
 namespace lmrun {
 
+namespace structured {
+class CompiledGrammar;
+}
+
 using DeltaCallback = std::function<void(const CompletionDelta&)>;
 
 struct Request;
@@ -46,6 +50,7 @@ struct Request {
     // params.n entries, made at once and never resized: the engine keeps pointers to them.
     std::vector<Completion> completions;
     RequestMetrics metrics;
+    std::shared_ptr<const structured::CompiledGrammar> grammar;  // structured output, or null
 
     bool is_finished() const {
         return std::all_of(completions.begin(), completions.end(),

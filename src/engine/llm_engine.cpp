@@ -8,6 +8,8 @@
 #include "core/parallel.h"
 #include "core/timer.h"
 #include "engine/prompt_check.h"
+#include "structured/grammar_compiler.h"
+#include "structured/grammar_matcher.h"
 
 namespace lmrun {
 
@@ -91,6 +93,7 @@ Status LLMEngine::add_request(const std::string& request_id, std::vector<int32_t
     auto request = std::make_unique<Request>();
     request->id = request_id;
     request->params = params;
+    LMRUN_RETURN_IF_ERROR(compile_grammar(*request));
     request->on_delta = std::move(on_delta);
     request->metrics.arrival_time = now_seconds();
     request->metrics.num_prompt_tokens = int64_t(prompt_ids.size());
@@ -115,6 +118,7 @@ void LLMEngine::start_completion(Completion& completion) {
                                                 request.metrics.arrival_time);
     completion.processor =
         std::make_unique<OutputProcessor>(tokenizer_.get(), request.params, request.prompt_ids);
+    start_grammar(request, *completion.seq);
     completion_of_seq_[completion.seq->seq_id] = &completion;
     scheduler_->add(completion.seq);
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -20,6 +21,11 @@
 #include "tokenizer/tokenizer.h"
 
 namespace lmrun {
+
+namespace structured {
+class CompiledGrammar;
+class GrammarCompiler;
+}  // namespace structured
 
 struct EngineConfig {
     std::string model_dir;
@@ -76,6 +82,12 @@ class LLMEngine {
     EngineStats stats() const;
     int64_t max_model_len() const { return runner_->config().max_model_len; }
 
+    // Compiles structured-output constraints for this model's vocabulary (built on
+    // first use; thread-safe), so that the server can compile, and reject, a
+    // request's constraint on its own thread: add_request then finds it cached.
+    // Error when the engine has no tokenizer.
+    Result<structured::GrammarCompiler*> grammar_compiler();
+
   private:
     LLMEngine() = default;
     void start_completion(Completion& completion);
@@ -83,6 +95,11 @@ class LLMEngine {
     void process_sampled(const SchedulerOutput& output, std::span<const SampleResult> results);
     void process_finished(Sequence& seq, std::vector<RequestOutput>& finished_outputs);
     void finish_completion(Completion& completion, const Sequence& ended);
+    // Structured output (llm_engine_structured.cpp).
+    Status compile_grammar(Request& request);
+    void start_grammar(const Request& request, Sequence& seq) const;
+    void fill_token_masks(const SchedulerOutput& output);
+    void advance_grammars(const SchedulerOutput& output, std::span<const SampleResult> results);
 
     EngineConfig config_;
     std::unique_ptr<Tokenizer> tokenizer_;
@@ -98,6 +115,13 @@ class LLMEngine {
     std::vector<int32_t> sampled_ids_;
     std::vector<std::vector<int32_t>> suppressed_ids_;
     EngineStats stats_;
+    // Structured output: the compiler (built on first use) and one token bitmask row per
+    // scheduled sequence; steps with no constrained sequence never touch them.
+    std::once_flag grammar_compiler_once_;
+    std::unique_ptr<structured::GrammarCompiler> grammar_compiler_;
+    Error grammar_compiler_error_;
+    std::vector<uint32_t> token_bitmask_;
+    std::vector<int32_t> constrained_rows_;
 };
 
 }  // namespace lmrun

@@ -191,12 +191,14 @@ std::vector<RequestOutput> LLMEngine::step() {
     {
         ScopedOp scope(Op::PrepareInputs);
         fill_runner_sequences(output);
+        fill_token_masks(output);
     }
     std::span<const SampleResult> results = runner_->run(runner_seqs_);
     ScopedOp scope(Op::OutputProcessing);
     sampled_ids_.clear();
     for (const SampleResult& result : results) sampled_ids_.push_back(result.token_id);
     scheduler_->postprocess(output, sampled_ids_);
+    advance_grammars(output, results);
     process_sampled(output, results);
     for (const ScheduledSequence& entry : output.scheduled) {
         if (entry.seq->is_finished()) process_finished(*entry.seq, finished_outputs);

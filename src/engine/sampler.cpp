@@ -64,6 +64,7 @@ void Sampler::sample_row(float* logits, const SamplingInputs& inputs, int64_t ro
     for (int32_t id : inputs.suppressed_ids) {
         if (id >= 0 && id < vocab_size_) logits[id] = kNegInf;
     }
+    if (inputs.allowed_token_mask) apply_token_mask(logits, inputs.allowed_token_mask);
     int32_t token = inputs.temperature <= 0.0f ? kernels::argmax(logits, vocab_size_)
                                                : sample_filtered(logits, inputs, row);
     out.token_id = token;
@@ -91,6 +92,24 @@ void Sampler::fill_logprobs(const float* raw_logits, const SamplingInputs& input
     for (int32_t i = 0; i < wanted; ++i) {
         out.top_ids[i] = ids[i];
         out.top_logprobs[i] = saved[ids[i]];
+    }
+}
+
+// Tokens the grammar does not allow get -inf. Whole words of 32 are the common case.
+void Sampler::apply_token_mask(float* logits, const uint32_t* mask) const {
+    const int64_t num_words = (vocab_size_ + 31) / 32;
+    for (int64_t w = 0; w < num_words; ++w) {
+        const uint32_t bits = mask[w];
+        if (bits == 0xFFFFFFFFu) continue;
+        const int64_t begin = w * 32;
+        const int64_t end = std::min(begin + 32, vocab_size_);
+        if (bits == 0) {  // most words of a narrow mask: one vector fill
+            std::fill(logits + begin, logits + end, kNegInf);
+            continue;
+        }
+        for (int64_t id = begin; id < end; ++id) {
+            if (!(bits & (1u << (id - begin)))) logits[id] = kNegInf;
+        }
     }
 }
 

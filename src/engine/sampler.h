@@ -25,7 +25,9 @@ struct SamplingInputs {
     std::span<const int32_t> prompt_ids;      // repetition penalty looks at prompt + output
     std::span<const int32_t> output_ids;      // presence / frequency penalties look at output only
     std::span<const int32_t> suppressed_ids;  // ids that must not be sampled (eos before min_tokens)
-    int32_t num_logprobs = -1;                // < 0: no logprobs; else top-N alternatives (N <= 20)
+    const uint32_t* allowed_token_mask =
+        nullptr;                // structured output: bit id % 32 of word id / 32; null = all
+    int32_t num_logprobs = -1;  // < 0: no logprobs; else top-N alternatives (N <= 20)
 };
 
 constexpr int kMaxLogprobs = 20;
@@ -51,6 +53,7 @@ class Sampler {
   private:
     void sample_row(float* logits, const SamplingInputs& inputs, int64_t row, SampleResult& out);
     void apply_penalties(float* logits, const SamplingInputs& inputs, int64_t row);
+    void apply_token_mask(float* logits, const uint32_t* mask) const;
     void fill_logprobs(const float* raw_logits, const SamplingInputs& inputs, int64_t row, SampleResult& out);
     int32_t sample_filtered(float* logits, const SamplingInputs& inputs, int64_t row);
 

@@ -49,6 +49,20 @@ Status SamplingParams::validate() const {
     if (logprobs && (*logprobs < 0 || *logprobs > 20)) {
         return make_error("logprobs must be in [0, 20], got {}", *logprobs);
     }
+    if (structured_outputs) {
+        using Kind = structured::StructuredOutputsParams::Kind;
+        const auto& constraint = *structured_outputs;
+        if (constraint.kind == Kind::Choice && constraint.choices.empty())
+            return make_error("structured_outputs.choice must list at least one string");
+        if ((constraint.kind == Kind::Regex || constraint.kind == Kind::Grammar ||
+             constraint.kind == Kind::JsonSchema) &&
+            constraint.text.empty()) {
+            return make_error("structured_outputs.{} must not be empty",
+                              constraint.kind == Kind::Regex     ? "regex"
+                              : constraint.kind == Kind::Grammar ? "grammar"
+                                                                 : "json");
+        }
+    }
     return ok_status();
 }
 

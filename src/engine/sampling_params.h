@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "structured/structured_outputs_params.h"
 
 namespace lmrun {
 
@@ -31,6 +32,8 @@ struct SamplingParams {
     int32_t n = 1;                    // [1, 128] completions per prompt
     std::optional<int32_t> logprobs;  // [0, 20] top logprobs returned per sampled token
     bool skip_special_tokens = true;
+    // The output must match this (JSON Schema, JSON object, regex, choice, EBNF grammar).
+    std::optional<structured::StructuredOutputsParams> structured_outputs;
 
     // Error names the field, its allowed range and the value, e.g.
     // "temperature must be in [0, 100], got -1". Non-finite floats are rejected.

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/check.h"
+#include "structured/grammar_matcher.h"
 
 namespace lmrun {
 
@@ -47,6 +48,9 @@ Sequence::Sequence(int64_t seq_id, std::vector<int32_t> prompt_token_ids, Sampli
     const int64_t num_reserved = std::clamp<int64_t>(this->params.max_tokens, 0, 4096);
     token_ids.reserve(token_ids.size() + static_cast<size_t>(num_reserved));
 }
+
+Sequence::~Sequence() = default;
+Sequence::Sequence(Sequence&&) noexcept = default;
 
 int32_t Sequence::last_token() const {
     LMRUN_CHECK(!token_ids.empty(), "sequence %lld has no tokens", static_cast<long long>(seq_id));

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <variant>
@@ -17,6 +18,10 @@
 #include "engine/sampling_params.h"
 
 namespace lmrun {
+
+namespace structured {
+class GrammarMatcher;
+}
 
 // A preempted sequence is Waiting again (num_preemptions counts how often).
 enum class SequenceStatus { Waiting, Running, Finished };
@@ -36,6 +41,8 @@ class Sequence {
   public:
     Sequence(int64_t seq_id, std::vector<int32_t> prompt_token_ids, SamplingParams params,
              double arrival_time = now_seconds());
+    ~Sequence();
+    Sequence(Sequence&&) noexcept;
 
     int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
     int64_t num_completion_tokens() const { return num_tokens() - num_prompt_tokens; }
@@ -62,6 +69,13 @@ class Sequence {
     // BlockManager bookkeeping: the first num_hashed_blocks entries of block_table
     // are full, computed and registered in the prefix cache.
     int64_t num_hashed_blocks = 0;
+
+    // Structured output: the completion's position in its grammar (null when
+    // unconstrained), and whether the constraint applies yet (reasoning models:
+    // only after params.structured_outputs->activate_after_token_id). The matcher
+    // lives as long as the sequence, so preemption keeps it.
+    std::unique_ptr<structured::GrammarMatcher> grammar_matcher;
+    bool grammar_active = false;
 };
 
 }  // namespace lmrun

@@ -57,6 +57,9 @@ class AsyncEngine {
     void stop();
 
     bool accepting() const;
+    // The engine's grammar compiler (thread-safe; see LLMEngine::grammar_compiler): HTTP threads
+    // compile, and so validate, a request's output constraint before submitting it.
+    Result<structured::GrammarCompiler*> grammar_compiler() { return engine_->grammar_compiler(); }
     int64_t admission_limit() const { return options_.max_num_seqs + options_.max_queued_requests; }
     int64_t num_admitted_sequences() const;
 

@@ -21,8 +21,9 @@ Usage usage_of(const std::vector<RequestOutput>& outputs) {
 struct StreamState {
     GenerationPlan plan;
     std::shared_ptr<RequestStream> stream;
-    std::vector<int64_t> text_offsets;  // per choice: completion bytes so far (completions logprobs)
-    std::vector<bool> started;          // per choice: echo / role already sent
+    std::vector<int64_t> text_offsets;      // per choice: completion bytes so far (completions logprobs)
+    std::vector<bool> started;              // per choice: echo / role already sent
+    std::vector<ChatOutputParser> parsers;  // per choice, when plan.chat_output is set
     Usage usage;
     bool header_sent = false;
     bool done = false;
@@ -50,10 +51,29 @@ std::string format_completion_delta(StreamState& state, const CompletionDelta& d
     return sse_event(chunk);
 }
 
+// Through the choice's output parser: reasoning, content and tool-call deltas.
+std::string format_parsed_chat_delta(StreamState& state, const CompletionDelta& delta, Json logprobs) {
+    ChatOutputParser& parser = state.parsers[size_t(delta.index)];
+    ChatDelta parsed = parser.push(delta.text);
+    if (delta.finished) {
+        ChatDelta rest = parser.finish();
+        parsed.reasoning += rest.reasoning;
+        parsed.content += rest.content;
+        parsed.tool_calls.insert(parsed.tool_calls.end(), rest.tool_calls.begin(), rest.tool_calls.end());
+    }
+    if (parsed.empty() && !delta.finished && logprobs.is_null() && !state.plan.return_token_ids) return {};
+    Json chunk = chat_chunk(state.plan.header, delta.index, parser.delta_json(parsed), std::move(logprobs),
+                            delta.finish_reason, state.plan.include_usage);
+    if (delta.finished) chunk["choices"][0]["finish_reason"] = parser.finish_reason(delta.finish_reason);
+    if (state.plan.return_token_ids) chunk["choices"][0]["token_ids"] = delta.token_ids;
+    return sse_event(chunk);
+}
+
 std::string format_chat_delta(StreamState& state, const CompletionDelta& delta,
                               const TokenTextFn& token_text) {
     Json logprobs = nullptr;
     if (state.plan.logprobs && !delta.logprobs.empty()) logprobs = chat_logprobs(delta.logprobs, token_text);
+    if (!state.parsers.empty()) return format_parsed_chat_delta(state, delta, std::move(logprobs));
     if (delta.text.empty() && !delta.finished && logprobs.is_null() && !state.plan.return_token_ids)
         return {};
     Json content = Json::object();
@@ -171,6 +191,13 @@ Json choices_of(EndpointContext& context, const GenerationPlan& plan,
                 if (plan.logprobs) logprobs = chat_logprobs(completion.logprobs, token_text);
                 choices.push_back(chat_choice(completion.index, completion.text, std::move(logprobs),
                                               completion.finish_reason, std::move(stop_reason)));
+                if (plan.chat_output) {
+                    ChatOutputParser parser(*plan.chat_output);
+                    parser.push(completion.text);
+                    parser.finish();
+                    choices.back()["message"] = parser.message_json();
+                    choices.back()["finish_reason"] = parser.finish_reason(completion.finish_reason);
+                }
             } else {
                 if (plan.logprobs) logprobs = completion_logprobs(completion.logprobs, token_text, 0);
                 std::string text =
@@ -278,6 +305,7 @@ void respond_generation(EndpointContext& context, GenerationPlan plan, const Exc
     const size_t num_choices = plan.requests.size() * size_t(plan.n);
     state->text_offsets.assign(num_choices, 0);
     state->started.assign(num_choices, false);
+    if (plan.chat_output) state->parsers.assign(num_choices, ChatOutputParser(*plan.chat_output));
     state->plan = std::move(plan);
     state->stream = std::move(stream);
     respond_streaming(context, std::move(state), exchange);

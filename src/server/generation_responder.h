@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "server/chat_output_parser.h"
 #include "server/endpoint_context.h"
 
 namespace lmrun::server {
@@ -26,6 +27,8 @@ struct GenerationPlan {
     bool logprobs = false;
     bool return_token_ids = false;
     std::vector<std::string> echo_prefixes;  // completions with echo: the prompt text, per prompt
+    // Chat with a reasoning parser or tools: each choice's text becomes reasoning, content and tool calls.
+    std::optional<ChatOutputOptions> chat_output;
 };
 
 void respond_generation(EndpointContext& context, GenerationPlan plan, const ExchangePtr& exchange);

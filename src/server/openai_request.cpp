@@ -62,13 +62,6 @@ MaybeError refuse_unsupported(const Json& body) {
     LMRUN_RETURN_IF_API_ERROR(read_bool(body, "include_stop_str_in_output", include_stop));
     if (include_stop)
         return invalid_request("include_stop_str_in_output is not supported", "include_stop_str_in_output");
-    if (const Json* format = find_field(body, "response_format")) {
-        const Json* type = find_field(*format, "type");
-        if (!format->is_object() || (type && !(type->is_string() && type->get<std::string>() == "text"))) {
-            return invalid_request("only response_format {\"type\": \"text\"} is supported",
-                                   "response_format");
-        }
-    }
     return std::nullopt;
 }
 
@@ -103,6 +96,7 @@ MaybeError read_sampling_fields(const Json& body, GenerationRequest& request) {
     LMRUN_RETURN_IF_API_ERROR(read_string(body, "model", request.model));
     LMRUN_RETURN_IF_API_ERROR(read_bool(body, "return_token_ids", request.return_token_ids));
     LMRUN_RETURN_IF_API_ERROR(refuse_unsupported(body));
+    LMRUN_RETURN_IF_API_ERROR(read_structured_outputs(body, request.constraint));
     return read_stream_fields(body, request);
 }
 
@@ -215,6 +209,10 @@ MaybeError read_messages(const Json& body, Json& messages) {
         const Json* role = find_field(message, "role");
         if (!role || !role->is_string()) return wrong_type(param + ".role", "a string");
         LMRUN_RETURN_IF_API_ERROR(normalize_content(message, i));
+        // An assistant turn that only called tools comes with content null; templates
+        // (Qwen3's among them) test it as a string.
+        if (*role == Json("assistant") && (!message.contains("content") || message["content"].is_null()))
+            message["content"] = "";
     }
     return std::nullopt;
 }
@@ -266,6 +264,7 @@ MaybeError read_chat_request(const Json& body, ChatRequest& request) {
     LMRUN_RETURN_IF_API_ERROR(read_sampling_fields(body, request));
     LMRUN_RETURN_IF_API_ERROR(read_chat_logprobs(body, request));
     LMRUN_RETURN_IF_API_ERROR(read_template_options(body, request));
+    LMRUN_RETURN_IF_API_ERROR(read_tool_request(body, request.tools));
     if (MaybeError error = validate_params(request.params, "top_logprobs")) {
         if (error->param == "max_tokens" && completion_given) error->param = "max_completion_tokens";
         return error;

@@ -4,7 +4,8 @@
 // so nothing invalid ever reaches the engine. Prompts are not tokenized here
 // (see prompt_processor.h). Accepts the OpenAI names plus vLLM's extras
 // (top_k, min_p, repetition_penalty, ignore_eos, min_tokens, stop_token_ids,
-// skip_special_tokens, add_special_tokens, chat_template_kwargs, ...).
+// skip_special_tokens, add_special_tokens, chat_template_kwargs, ...), the output
+// constraints (structured_output_fields.h) and, for chat, tools (tool_request.h).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,8 @@
 
 #include "engine/sampling_params.h"
 #include "server/api_error.h"
+#include "server/structured_output_fields.h"
+#include "server/tool_request.h"
 #include "tokenizer/chat_template.h"
 
 namespace lmrun::server {
@@ -35,6 +38,8 @@ struct GenerationRequest {
     bool stream = false;
     bool include_usage = false;     // stream_options.include_usage
     bool return_token_ids = false;  // vLLM extension: choices carry token_ids (and prompt_token_ids)
+    // response_format / structured_outputs / guided_*: read, not yet compiled (see completion_endpoints.cpp).
+    std::optional<RequestedConstraint> constraint;
 };
 
 struct CompletionRequest : GenerationRequest {
@@ -48,6 +53,7 @@ struct ChatRequest : GenerationRequest {
     ChatTemplateOptions template_options;
     bool add_special_tokens = false;  // the template writes BOS itself
     bool logprobs = false;            // chat: logprobs=true, top_logprobs=N
+    ToolRequest tools;                // tools, tool_choice, parallel_tool_calls
 };
 
 // Both return nullopt on success. `body` is the parsed JSON body.

@@ -25,6 +25,11 @@ struct ModelInfo {
     int64_t max_model_len = 0;
     int64_t vocab_size = 0;
     int64_t created_unix = 0;  // start time, for /v1/models
+    // Chat features of the served model (lmrun serve --reasoning-parser, --tool-call-parser,
+    // --enable-auto-tool-choice): "" = off.
+    std::string reasoning_parser;
+    std::string tool_call_parser;
+    bool enable_auto_tool_choice = false;
 };
 
 class PromptProcessor {

@@ -14,15 +14,18 @@ export const testdataDir = process.env.LMRUN_TESTDATA || path.resolve(sourceRoot
 export const lmrunBin = process.env.LMRUN_BIN || path.join(sourceRoot, 'build', 'lmrun');
 export const storiesDir = path.join(testdataDir, 'stories260k');
 export const plainChatTemplate = path.join(here, 'plain_chat_template.jinja');
+// Random-weight Qwen3 with the real Qwen3 tokenizer and chat template.
+export const qwen3TinyDir = path.join(testdataDir, 'qwen3-tiny');
+export const qwen3TokenizerDir = path.join(testdataDir, 'qwen3-tokenizer');
 
 export function storiesGoldens() {
   return JSON.parse(readFileSync(path.join(storiesDir, 'expected.json'), 'utf8')).cases;
 }
 
 // Resolves once the server logs its port and /health answers 200.
-export async function startServer(extraArgs = [], { timeoutMs = 60000 } = {}) {
+export async function startServer(extraArgs = [], { timeoutMs = 60000, model = storiesDir } = {}) {
   const defaults = extraArgs.includes('--kv-cache-memory') ? [] : ['--kv-cache-memory', '0.25'];
-  const args = ['serve', '--model', storiesDir, '--host', '127.0.0.1', '--port', '0', '--threads', '1',
+  const args = ['serve', '--model', model, '--host', '127.0.0.1', '--port', '0', '--threads', '1',
     ...defaults, ...extraArgs];
   const proc = spawn(lmrunBin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';

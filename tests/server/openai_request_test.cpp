@@ -205,7 +205,7 @@ TEST(OpenAIRequest, ChatErrorsNameTheField) {
         {R"({"messages": [{"role": "user", "content": "a"}], "chat_template_kwargs": []})",
          "chat_template_kwargs"},
         {R"({"messages": [{"role": "user", "content": "a"}], "temperature": 101})", "temperature"},
-        {R"({"messages": [{"role": "user", "content": "a"}], "response_format": {"type": "json_object"}})",
+        {R"({"messages": [{"role": "user", "content": "a"}], "response_format": {"type": "xml"}})",
          "response_format"},
     };
     for (const BadField& bad : cases) {
