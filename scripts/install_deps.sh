@@ -23,6 +23,7 @@ DEMO_PACKAGES=(
     nlohmann-json3-dev     # config.json, safetensors headers, HTTP bodies
     libmicrohttpd-dev      # the server's HTTP layer (lmrun serve)
     libcpp-httplib-dev     # HTTP client of tools/bench_serve and the server's C++ tests
+    libcurl4-openssl-dev   # the router's client towards its workers (libcurl's multi interface)
     libcli11-dev           # command line
     libfmt-dev
     libxxhash-dev          # prefix-cache block hashes

@@ -1,6 +1,6 @@
 // The lmrun command as a user runs it: generate prints the golden story, bad
-// input gets a clear message and a non-zero exit code, every subcommand has --help, perplexity
-// prints its JSON record.
+// input gets a clear message and a non-zero exit code (the router's and --data-parallel-size's
+// options too), every subcommand has --help, perplexity prints its JSON record.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -89,6 +89,32 @@ TEST(Cli, EverySubcommandHasHelp) {
         EXPECT_EQ(result.exit_code, 0) << command;
         EXPECT_NE(result.output.find("--model"), std::string::npos) << command << ": " << result.output;
     }
+    CommandResult router = run_lmrun("router --help");
+    EXPECT_EQ(router.exit_code, 0);
+    EXPECT_NE(router.output.find("--policy"), std::string::npos) << router.output;
+}
+
+TEST(Cli, RouterAndDataParallelOptionsAreChecked) {
+    CommandResult no_workers = run_lmrun("router --port 0");
+    EXPECT_EQ(no_workers.exit_code, 1);
+    EXPECT_NE(no_workers.output.find("no workers"), std::string::npos) << no_workers.output;
+
+    CommandResult bad_policy = run_lmrun("router --worker http://127.0.0.1:1 --policy random");
+    EXPECT_EQ(bad_policy.exit_code, 1);
+    EXPECT_NE(bad_policy.output.find("--policy"), std::string::npos) << bad_policy.output;
+
+    CommandResult bad_url = run_lmrun("router --worker ftp://x");
+    EXPECT_EQ(bad_url.exit_code, 1);
+    EXPECT_NE(bad_url.output.find("ftp://x"), std::string::npos) << bad_url.output;
+
+    CommandResult bad_size = run_lmrun("serve --model " + stories_dir() + " --data-parallel-size 0");
+    EXPECT_EQ(bad_size.exit_code, 1);
+    EXPECT_NE(bad_size.output.find("--data-parallel-size"), std::string::npos) << bad_size.output;
+
+    CommandResult bad_dp_policy =
+        run_lmrun("serve --model " + stories_dir() + " --data-parallel-size 2 --data-parallel-policy x");
+    EXPECT_EQ(bad_dp_policy.exit_code, 1);
+    EXPECT_NE(bad_dp_policy.output.find("--data-parallel-policy"), std::string::npos) << bad_dp_policy.output;
 }
 
 nlohmann::json last_json_line(const std::string& output) {

@@ -6,6 +6,13 @@
 // to first token (TTFT), time per output token (TPOT, after the first) and
 // inter-token latency (ITL, between streamed chunks).
 //
+// --multi-turn SxUxT: a chat-like workload for routers and prefix caches: S system prompts
+// (--system-prompt-len random ids each), U users per system prompt, T turns per user; each
+// turn sends the whole history (system prompt, earlier turns with the replies the server
+// gave, then --turn-input-len new ids), a user's turns one after another, --max-concurrency
+// users at a time. Also reports the prefix-cache hit rate (from /metrics, before and after)
+// and the requests and prompt tokens each worker served (X-Lmrun-Worker, behind lmrun router).
+//
 //   bench_serve --base-url http://127.0.0.1:8000 --num-prompts 200 --max-concurrency 16
 //               --random-input-len 128 --random-output-len 128
 #include <algorithm>
@@ -14,8 +21,10 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -42,6 +51,9 @@ struct BenchArgs {
     std::string dataset;            // JSONL {"prompt": text | [ids], "max_tokens"?: n}
     uint64_t seed = 0;
     std::string json_output;
+    std::string multi_turn;  // "SxUxT"
+    int system_prompt_len = 256;
+    int turn_input_len = 32;
 };
 
 struct BenchRequest {
@@ -57,6 +69,8 @@ struct RequestResult {
     double ttft = 0;
     double latency = 0;
     std::vector<double> itls;
+    std::vector<int64_t> output_ids;
+    std::string worker;  // X-Lmrun-Worker, when a router answered
 };
 
 std::vector<BenchRequest> random_requests(const BenchArgs& args) {
@@ -138,6 +152,8 @@ RequestResult run_request(const BenchArgs& args, const std::string& model, const
         const Json& choice = event["choices"][0];
         bool has_tokens =
             choice.contains("token_ids") && choice["token_ids"].is_array() && !choice["token_ids"].empty();
+        if (has_tokens)
+            for (const Json& id : choice["token_ids"]) result.output_ids.push_back(id.get<int64_t>());
         if (choice.value("text", std::string()).empty() && !has_tokens) return;
         if (last == 0)
             result.ttft = now - start;
@@ -165,6 +181,7 @@ RequestResult run_request(const BenchArgs& args, const std::string& model, const
         return result;
     }
     result.latency = lmrun::now_seconds() - start;
+    result.worker = response->get_header_value("X-Lmrun-Worker");
     result.ok = result.error.empty() && result.output_tokens > 0;
     return result;
 }
@@ -225,6 +242,96 @@ std::vector<RequestResult> run_all(const BenchArgs& args, const std::string& mod
     for (std::thread& worker : workers) worker.join();
     duration = lmrun::now_seconds() - start;
     return results;
+}
+
+struct MultiTurnShape {
+    int systems = 0, users = 0, turns = 0;
+};
+
+bool parse_multi_turn(const std::string& text, MultiTurnShape& shape) {
+    char tail = 0;
+    return std::sscanf(text.c_str(), "%dx%dx%d%c", &shape.systems, &shape.users, &shape.turns, &tail) == 3 &&
+           shape.systems > 0 && shape.users > 0 && shape.turns > 0;
+}
+
+Json random_ids(std::mt19937_64& generator, int count, int max_token_id) {
+    std::uniform_int_distribution<int> token(3, std::max(4, max_token_id) - 1);
+    Json ids = Json::array();
+    for (int i = 0; i < count; ++i) ids.push_back(token(generator));
+    return ids;
+}
+
+// Conversation c has system prompt c % systems; its turns run in order, each on the last's history.
+std::vector<RequestResult> run_multi_turn(const BenchArgs& args, const MultiTurnShape& shape,
+                                          const std::string& model, double& duration) {
+    const int conversations = shape.systems * shape.users;
+    std::vector<Json> systems;
+    for (int s = 0; s < shape.systems; ++s) {
+        std::mt19937_64 generator(args.seed * 7919 + uint64_t(s));
+        systems.push_back(random_ids(generator, args.system_prompt_len, args.random_max_token_id));
+    }
+    std::vector<RequestResult> results(size_t(conversations * shape.turns));
+    std::atomic<int> next{0};
+    int num_workers = args.max_concurrency > 0 ? args.max_concurrency : conversations;
+    num_workers = std::clamp(num_workers, 1, 1024);
+    const double start = lmrun::now_seconds();
+    std::vector<std::thread> workers;
+    for (int w = 0; w < num_workers; ++w) {
+        workers.emplace_back([&] {
+            for (int c = next++; c < conversations; c = next++) {
+                std::mt19937_64 generator(args.seed * 104729 + uint64_t(c) + 1);
+                Json history = systems[size_t(c % shape.systems)];
+                for (int t = 0; t < shape.turns; ++t) {
+                    for (const Json& id :
+                         random_ids(generator, args.turn_input_len, args.random_max_token_id))
+                        history.push_back(id);
+                    RequestResult& result = results[size_t(c * shape.turns + t)];
+                    result = run_request(args, model, {history, args.random_output_len});
+                    if (!result.ok) break;
+                    for (int64_t id : result.output_ids) history.push_back(id);
+                }
+            }
+        });
+    }
+    for (std::thread& worker : workers) worker.join();
+    duration = lmrun::now_seconds() - start;
+    return results;
+}
+
+// The sum of every sample of `name` (all label sets) in the server's /metrics; -1 if none.
+double scrape_total(const BenchArgs& args, const std::string& name) {
+    httplib::Client client(args.base_url);
+    auto response = client.Get("/metrics");
+    if (!response || response->status != 200) return -1;
+    double total = -1;
+    std::istringstream lines(response->body);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.rfind(name, 0) != 0 ||
+            (line.size() > name.size() && line[name.size()] != '{' && line[name.size()] != ' '))
+            continue;
+        total = std::max(total, 0.0) + std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr);
+    }
+    return total;
+}
+
+// Requests and prompt tokens per worker, and how far the busiest is above the mean.
+Json worker_shares(const std::vector<RequestResult>& results) {
+    std::map<std::string, std::pair<int64_t, int64_t>> shares;
+    for (const RequestResult& result : results)
+        if (result.ok && !result.worker.empty()) {
+            shares[result.worker].first += 1;
+            shares[result.worker].second += result.prompt_tokens;
+        }
+    Json json = Json::object();
+    int64_t total = 0, most = 0;
+    for (const auto& [worker, share] : shares) {
+        json[worker] = {{"requests", share.first}, {"prompt_tokens", share.second}};
+        total += share.second;
+        most = std::max(most, share.second);
+    }
+    if (!shares.empty() && total > 0)
+        json["max_over_mean_prompt_tokens"] = double(most) * double(shares.size()) / double(total);
+    return json;
 }
 
 Json report(const BenchArgs& args, const std::vector<RequestResult>& results, double duration) {
@@ -326,13 +433,40 @@ int main(int argc, char** argv) {
     app.add_option("--dataset", args.dataset, "JSONL prompts {\"prompt\": text or ids, \"max_tokens\"?: n}");
     app.add_option("--seed", args.seed, "Seed of the random prompts and arrivals");
     app.add_option("--json-output", args.json_output, "Also write the results as JSON here");
+    app.add_option("--multi-turn", args.multi_turn,
+                   "SxUxT: S system prompts x U users x T turns, each turn resending the history");
+    app.add_option("--system-prompt-len", args.system_prompt_len, "--multi-turn: ids per system prompt")
+        ->capture_default_str();
+    app.add_option("--turn-input-len", args.turn_input_len, "--multi-turn: new ids per user turn")
+        ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
+    MultiTurnShape shape;
+    if (!args.multi_turn.empty() && !parse_multi_turn(args.multi_turn, shape))
+        return fmt::print(stderr, "--multi-turn must be SxUxT with positive numbers, e.g. 8x32x4\n"), 2;
     if (args.num_prompts < 1 || args.random_input_len < 1 || args.random_output_len < 1) {
         return fmt::print(stderr, "--num-prompts, --random-input-len and --random-output-len must be >= 1\n"),
                2;
     }
     std::string model = args.model.empty() ? first_model(args) : args.model;
     if (model.empty()) return fmt::print(stderr, "{}: no model found at /v1/models\n", args.base_url), 1;
+    if (shape.turns > 0) {
+        fmt::print("model {}: {} conversations x {} turns, concurrency {}\n", model,
+                   shape.systems * shape.users, shape.turns, args.max_concurrency);
+        const double hits = scrape_total(args, "vllm:prefix_cache_hits_total");
+        const double queries = scrape_total(args, "vllm:prefix_cache_queries_total");
+        double duration = 0;
+        std::vector<RequestResult> results = run_multi_turn(args, shape, model, duration);
+        Json json = report(args, results, duration);
+        const double queried = scrape_total(args, "vllm:prefix_cache_queries_total") - queries;
+        json["prefix_cache_hit_rate"] =
+            queried > 0 ? (scrape_total(args, "vllm:prefix_cache_hits_total") - hits) / queried : 0.0;
+        json["workers"] = worker_shares(results);
+        print_report(json);
+        fmt::print("Prefix cache hit rate: {:.3f}\nWorkers: {}\n",
+                   json["prefix_cache_hit_rate"].get<double>(), json["workers"].dump());
+        if (!args.json_output.empty()) std::ofstream(args.json_output) << json.dump(2) << "\n";
+        return json["failed"].get<int64_t>() == 0 ? 0 : 1;
+    }
     std::vector<BenchRequest> requests;
     if (args.dataset.empty())
         requests = random_requests(args);

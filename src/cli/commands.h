@@ -15,5 +15,6 @@ CommandRunner add_chat_command(CLI::App& app);
 CommandRunner add_bench_command(CLI::App& app);
 CommandRunner add_serve_command(CLI::App& app);
 CommandRunner add_perplexity_command(CLI::App& app);
+CommandRunner add_router_command(CLI::App& app);
 
 }  // namespace lmrun::cli

@@ -4,16 +4,19 @@
 // until --shutdown-timeout. Exit code 0 when they all did, 4 (kExitRuntime) when
 // some had to be aborted at the deadline; 1 for a bad option, 2 for a model that
 // cannot be loaded. Logs "listening on http://HOST:PORT" once it accepts requests.
+// With --data-parallel-size N > 1 it runs N replicas behind a router instead
+// (serve_data_parallel.h).
 #include <csignal>
 #include <filesystem>
 #include <thread>
 
 #include <pthread.h>
-#include <sys/resource.h>
 
 #include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/serve_data_parallel.h"
+#include "cli/server_limits.h"
 #include "core/logging.h"
 #include "server/http_server.h"
 
@@ -32,33 +35,9 @@ struct ServeArgs {
     std::string reasoning_parser;                   // "" or qwen3
     std::string tool_call_parser;                   // "" or hermes, llama3_json
     bool enable_auto_tool_choice = false;
+    int data_parallel_size = 1;
+    std::string data_parallel_policy = "cache_aware";
 };
-
-// The soft limit on open files is raised to the hard one (each connection is a socket); the
-// connection limit must fit in it, with room for the model's files and the engine. A limit
-// given on the command line that does not fit is an error; the default shrinks to fit.
-Status fit_connections_to_file_limit(int& max_connections, bool given) {
-    constexpr rlim_t kSpareFiles = 64;
-    rlimit limit{};
-    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return ok_status();
-    if (limit.rlim_cur < limit.rlim_max) {
-        limit.rlim_cur = limit.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &limit);
-        getrlimit(RLIMIT_NOFILE, &limit);
-    }
-    if (limit.rlim_cur == RLIM_INFINITY || rlim_t(max_connections) + kSpareFiles <= limit.rlim_cur)
-        return ok_status();
-    if (given || limit.rlim_cur <= 2 * kSpareFiles) {
-        return make_error(
-            "--max-connections {} needs {} open files, but this process may open {} (ulimit -n)",
-            max_connections, rlim_t(max_connections) + kSpareFiles, limit.rlim_cur);
-    }
-    const int fitting = int(limit.rlim_cur - kSpareFiles);
-    log_warn("--max-connections {} lowered to {}: this process may open {} files (ulimit -n)",
-             max_connections, fitting, limit.rlim_cur);
-    max_connections = fitting;
-    return ok_status();
-}
 
 // The ranges are checked while parsing (add_serve_command); this derives what they imply.
 Status check_serve_args(ServeArgs& args) {
@@ -108,6 +87,11 @@ void watch_signals(const sigset_t& signals, const std::atomic<bool>& serving, se
 int run_serve(ServeArgs& args) {
     if (Status valid = check_serve_args(args); !valid.ok())
         return log_error("{}", valid.error().message), kExitUsage;
+    if (args.data_parallel_size > 1) {
+        return run_data_parallel_serve(DataParallelArgs{args.data_parallel_size, args.data_parallel_policy,
+                                                        args.http, args.engine,
+                                                        args.shutdown_timeout_seconds});
+    }
     sigset_t signals;
     sigemptyset(&signals);
     sigaddset(&signals, SIGINT);
@@ -225,6 +209,17 @@ CommandRunner add_serve_command(CLI::App& app) {
                      "Seconds in-flight requests may take to finish on SIGINT/SIGTERM; then they are "
                      "aborted and the exit code is 4")
         ->check(finite_range(0, 86400))
+        ->capture_default_str();
+    command
+        ->add_option("--data-parallel-size", args->data_parallel_size,
+                     "Replicas of the engine on this machine, each on its share of the cores and of the KV "
+                     "budget, behind one port")
+        ->check(integer_range(1, 1024))
+        ->capture_default_str();
+    command
+        ->add_option("--data-parallel-policy", args->data_parallel_policy,
+                     "With --data-parallel-size: round_robin, least_load, session or cache_aware")
+        ->check(CLI::IsMember({"round_robin", "least_load", "session", "cache_aware"}))
         ->capture_default_str();
     return [args] { return run_serve(*args); };
 }

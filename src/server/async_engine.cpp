@@ -38,7 +38,11 @@ void AsyncEngine::start() {
 
 AdmitResult AsyncEngine::submit(std::shared_ptr<RequestStream> stream, std::vector<EngineRequest> requests) {
     int64_t num_sequences = 0;
-    for (const EngineRequest& request : requests) num_sequences += request.params.n;
+    int64_t num_tokens = 0;
+    for (const EngineRequest& request : requests) {
+        num_sequences += request.params.n;
+        num_tokens += request.params.n * int64_t(request.prompt_ids.size());
+    }
     {
         std::lock_guard lock(mutex_);
         if (!accepting_) return AdmitResult::ShuttingDown;
@@ -46,6 +50,7 @@ AdmitResult AsyncEngine::submit(std::shared_ptr<RequestStream> stream, std::vect
         if (num_admitted_sequences_ + num_sequences > admission_limit()) return AdmitResult::QueueFull;
         num_admitted_sequences_ += num_sequences;
         num_inbox_sequences_ += num_sequences;
+        num_inbox_tokens_ += num_tokens;
         inbox_.push_back(Submission{std::move(stream), std::move(requests), now_seconds()});
     }
     wake_.notify_one();
@@ -112,6 +117,7 @@ void AsyncEngine::run() {
     // OpenMP's thread count is per calling thread: the engine's --threads was set on the thread
     // that created it, and this thread would otherwise run its parallel loops with the default.
     configure_threads(engine_->config().num_threads);
+    publish_gauges();  // /load and /metrics show the KV capacity before the first request
     for (;;) {
         std::vector<Submission> submissions;
         std::vector<std::string> aborts;
@@ -129,6 +135,7 @@ void AsyncEngine::run() {
             abort_everything_ = false;
             stopping = stop_;
             num_inbox_sequences_ = 0;
+            num_inbox_tokens_ = 0;
         }
         // Submissions first: an abort always follows its own submission.
         for (Submission& submission : submissions) add_to_engine(submission);
@@ -240,9 +247,11 @@ void AsyncEngine::abort_request(const std::string& request_id) {
 
 void AsyncEngine::publish_gauges() {
     int64_t num_inbox_sequences = 0;
+    int64_t num_inbox_tokens = 0;
     {
         std::lock_guard lock(mutex_);
         num_inbox_sequences = num_inbox_sequences_;
+        num_inbox_tokens = num_inbox_tokens_;
     }
     EngineGauges gauges;
     const Scheduler& scheduler = engine_->scheduler();
@@ -253,6 +262,10 @@ void AsyncEngine::publish_gauges() {
     gauges.prefix_cache_queries = block_manager.prefix_cache_queries() * block_size_;
     gauges.prefix_cache_hits = block_manager.prefix_cache_hits() * block_size_;
     gauges.num_preemptions = scheduler.num_preemptions();
+    for (const auto& seq : scheduler.running()) gauges.num_running_tokens += seq->num_tokens();
+    gauges.num_waiting_tokens = num_inbox_tokens;
+    for (const auto& seq : scheduler.waiting()) gauges.num_waiting_tokens += seq->num_tokens();
+    gauges.kv_capacity_tokens = block_manager.num_blocks() * block_manager.block_size();
     metrics_.set_gauges(gauges);
 }
 

@@ -92,6 +92,7 @@ class AsyncEngine {
     std::vector<Submission> inbox_;
     std::vector<std::string> abort_inbox_;
     int64_t num_inbox_sequences_ = 0;
+    int64_t num_inbox_tokens_ = 0;  // prompt tokens of the inbox's sequences
     int64_t num_admitted_sequences_ = 0;
     bool accepting_ = true;
     bool abort_everything_ = false;

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "core/logging.h"
 #include "server/endpoint_context.h"
 
@@ -40,6 +42,21 @@ TransportOptions transport_options(const HttpServerOptions& options) {
     transport.idle_timeout_seconds = unsigned(options.idle_timeout_seconds);
     transport.read_budget_seconds = options.request_timeout_seconds;
     return transport;
+}
+
+// GET /load: what a router needs to balance, cheap enough to poll every second.
+HttpResponse load_response(const EngineGauges& gauges, bool draining) {
+    HttpResponse response;
+    response.status = draining ? 503 : 200;
+    response.content_type = "application/json";
+    response.body = fmt::format(
+        "{{\"load_tokens\":{},\"num_running_tokens\":{},\"num_waiting_tokens\":{},\"num_running\":{},"
+        "\"num_waiting\":{},\"kv_cache_usage\":{},\"kv_capacity_tokens\":{},\"prefix_cache_queries\":{},"
+        "\"prefix_cache_hits\":{}}}",
+        gauges.num_running_tokens + gauges.num_waiting_tokens, gauges.num_running_tokens,
+        gauges.num_waiting_tokens, gauges.num_running, gauges.num_waiting, gauges.kv_cache_usage,
+        gauges.kv_capacity_tokens, gauges.prefix_cache_queries, gauges.prefix_cache_hits);
+    return response;
 }
 
 double seconds_until(Clock::time_point deadline) {
@@ -86,6 +103,8 @@ void HttpServer::route(const ExchangePtr& exchange) {
         response.status = draining_ ? 503 : 200;
         return exchange->respond(std::move(response));
     }
+    if (request.method == "GET" && request.path == "/load")
+        return exchange->respond(load_response(metrics_.gauges(), draining_));
     if (request.method == "GET" && request.path == "/metrics") {
         HttpResponse response;
         response.content_type = "text/plain; version=0.0.4; charset=utf-8";

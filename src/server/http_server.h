@@ -1,9 +1,10 @@
 // HttpServer: the OpenAI-compatible HTTP front end. Routes:
 //   POST /v1/completions, POST /v1/chat/completions, GET /v1/models,
-//   POST /tokenize, POST /detokenize, GET /health, GET /metrics.
+//   POST /tokenize, POST /detokenize, GET /health, GET /metrics, and GET /load (queued and
+//   running tokens as JSON, for routers; 503 while draining).
 // Bearer auth with an API key (see auth.h). The transport (http_transport.h) does the
 // I/O on a few threads that never block; /health and /metrics are answered there at
-// once, so they keep answering however busy the rest is. Everything else runs on a
+// once, so they keep answering however busy the rest is (/load too). Everything else runs on a
 // pool of http_threads workers that parse, validate, tokenize and build responses;
 // generation waits for the engine thread without holding any thread.
 //

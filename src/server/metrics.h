@@ -43,6 +43,11 @@ struct EngineGauges {
     int64_t prefix_cache_queries = 0;  // tokens
     int64_t prefix_cache_hits = 0;     // tokens
     int64_t num_preemptions = 0;
+    // For routers (GET /load): tokens of the running sequences (their context so far) and of
+    // the waiting ones (their prompts), and the KV cache's size in tokens.
+    int64_t num_running_tokens = 0;
+    int64_t num_waiting_tokens = 0;
+    int64_t kv_capacity_tokens = 0;
 };
 
 class ServerMetrics {

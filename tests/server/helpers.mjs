@@ -1,5 +1,5 @@
-// Starts the real `lmrun serve` on a free loopback port for the integration
-// tests and stops it again. LMRUN_BIN names the binary (CTest sets it; default
+// Starts the real `lmrun serve` (and `lmrun router`) on free loopback ports for the
+// integration tests and stops them again. LMRUN_BIN names the binary (CTest sets it; default
 // build/lmrun), LMRUN_TESTDATA the shared test data (default ../shared/testdata
 // beside the source tree).
 import { spawn } from 'node:child_process';
@@ -22,16 +22,13 @@ export function storiesGoldens() {
   return JSON.parse(readFileSync(path.join(storiesDir, 'expected.json'), 'utf8')).cases;
 }
 
-// Resolves once the server logs its port and /health answers 200.
-export async function startServer(extraArgs = [], { timeoutMs = 60000, model = storiesDir } = {}) {
-  const defaults = extraArgs.includes('--kv-cache-memory') ? [] : ['--kv-cache-memory', '0.25'];
-  const args = ['serve', '--model', model, '--host', '127.0.0.1', '--port', '0', '--threads', '1',
-    ...defaults, ...extraArgs];
+// Starts `lmrun ARGS` and resolves once it logs "listening on" and `readyPath` answers 200.
+async function startLmrun(args, { timeoutMs = 60000, readyPath = '/health' } = {}) {
   const proc = spawn(lmrunBin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
   const port = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${log}`)), timeoutMs);
+    const timer = setTimeout(() => reject(new Error(`${args[0]} did not start:\n${log}`)), timeoutMs);
     proc.stderr.on('data', (data) => {
       log += data.toString();
       const match = log.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
@@ -42,13 +39,13 @@ export async function startServer(extraArgs = [], { timeoutMs = 60000, model = s
     });
     exited.then(({ code }) => {
       clearTimeout(timer);
-      reject(new Error(`server exited with ${code}:\n${log}`));
+      reject(new Error(`${args[0]} exited with ${code}:\n${log}`));
     });
   });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 100; i++) {
     try {
-      if ((await fetch(`${url}/health`)).status === 200) break;
+      if ((await fetch(`${url}${readyPath}`)).status === 200) break;
     } catch { /* not yet */ }
     await sleep(50);
   }
@@ -59,7 +56,7 @@ export async function startServer(extraArgs = [], { timeoutMs = 60000, model = s
     log: () => log,
     // SIGTERM, then the exit code (null if it had to be killed).
     async stop({ timeoutMs: stopTimeoutMs = 30000 } = {}) {
-      if (proc.exitCode !== null) return proc.exitCode;
+      if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
       proc.kill('SIGTERM');
       const timer = setTimeout(() => proc.kill('SIGKILL'), stopTimeoutMs);
       const { code } = await exited;
@@ -67,6 +64,41 @@ export async function startServer(extraArgs = [], { timeoutMs = 60000, model = s
       return code;
     },
     exited,
+  };
+}
+
+// `lmrun serve` of stories260k (or `model`, with `tokenizer`) on a free port (or `port`).
+export async function startWorker(extraArgs = [], { timeoutMs = 60000, model = storiesDir, tokenizer, port = 0 } = {}) {
+  const defaults = extraArgs.includes('--kv-cache-memory') ? [] : ['--kv-cache-memory', '0.25'];
+  const args = ['serve', '--model', model, ...(tokenizer ? ['--tokenizer', tokenizer] : []), '--host', '127.0.0.1',
+    '--port', String(port), '--threads', '1', ...defaults, ...extraArgs];
+  return startLmrun(args, { timeoutMs });
+}
+
+// `lmrun router` over `workerUrls` on a free port; ready once some worker is up.
+export async function startRouter(workerUrls, extraArgs = [], { timeoutMs = 60000 } = {}) {
+  const args = ['router', ...workerUrls.flatMap((url) => ['--worker', url]), '--host', '127.0.0.1', '--port', '0',
+    ...extraArgs];
+  return startLmrun(args, { timeoutMs });
+}
+
+// The server the tests talk to: one `lmrun serve`, or with LMRUN_VIA_ROUTER=1 two of them
+// behind `lmrun router` (the same suites then check that the router changes nothing a
+// client can see). `stop()` stops them all and returns the router's exit code (or the
+// worker's), failing on a worker that did not exit 0.
+export async function startServer(extraArgs = [], options = {}) {
+  if (process.env.LMRUN_VIA_ROUTER !== '1') return startWorker(extraArgs, options);
+  const workers = await Promise.all([startWorker(extraArgs, options), startWorker(extraArgs, options)]);
+  const router = await startRouter(workers.map((w) => w.url), ['--health-interval', '0.2']);
+  return {
+    ...router,
+    workers,
+    async stop(stopOptions) {
+      const code = await router.stop(stopOptions);
+      const codes = await Promise.all(workers.map((w) => w.stop(stopOptions)));
+      if (codes.some((c) => c !== 0)) throw new Error(`a worker exited with ${codes}`);
+      return code;
+    },
   };
 }
 

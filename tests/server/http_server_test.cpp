@@ -157,6 +157,30 @@ TEST_F(HttpServerTest, ErrorsAndAuth) {
         << metrics->body;
 }
 
+// GET /load: what a router polls; open without the key, like /health.
+TEST_F(HttpServerTest, LoadReportsTokensAndCapacityWithoutTheKey) {
+    httplib::Client client("127.0.0.1", port_);
+    auto idle = client.Get("/load");
+    ASSERT_TRUE(idle);
+    ASSERT_EQ(idle->status, 200);
+    const Json before = Json::parse(idle->body);
+    EXPECT_EQ(before["load_tokens"], 0);
+    EXPECT_EQ(before["num_running"], 0);
+    EXPECT_GT(before["kv_capacity_tokens"].get<int64_t>(), 0);
+    // 300 prompt tokens: at least one full KV block, which the prefix cache looks up.
+    post_json("/v1/completions", Json{{"prompt", std::vector<int32_t>(300, 403)}, {"max_tokens", 4}}.dump(),
+              200);
+    // The gauges are published after each engine step.
+    Json after;
+    for (int i = 0; i < 100; ++i) {
+        after = Json::parse(client.Get("/load")->body);
+        if (after["prefix_cache_queries"].get<int64_t>() > 0 && after["load_tokens"] == 0) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_GT(after["prefix_cache_queries"].get<int64_t>(), 0);
+    EXPECT_EQ(after["load_tokens"], 0);  // finished: nothing queued or running
+}
+
 TEST_F(HttpServerTest, TokenizeDetokenize) {
     const testing::StoriesGolden golden = testing::stories_goldens()[4];
     auto tokenized = post("/tokenize", Json{{"prompt", golden.prompt_text}}.dump());
