@@ -29,9 +29,12 @@ DEMO_PACKAGES=(
     libxxhash-dev          # prefix-cache block hashes
     libpcre2-dev           # tokenizer pre-tokenizer regex
     libicu-dev             # NFC normalization
+    pybind11-dev python3-dev   # the Python package's native module (python/, CMake target lmrun_python)
+    python3-venv python3-setuptools python3-wheel  # `pip install --no-build-isolation --no-index .` in a venv
 )
 TEST_PACKAGES=(
     libgtest-dev           # the unit tests
+    python3-pytest         # the Python package's tests (tests/python)
     curl                   # the server tests' raw SSE checks
     python3-jsonschema     # tests: independent validator of structured (JSON Schema) outputs
     python3-jinja2         # tests: reference renderings of the Qwen3 chat template (tool calls)

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "runner_test_util.h"
 #include "test_util.h"
 
@@ -77,6 +79,59 @@ TEST(AllocationFree, DecodeStepInt8WeightsInt8Kv) {
 
 TEST(AllocationFree, DecodeStepWithTokenMasks) {
     expect_decode_steps_allocation_free("qwen3-tiny", DType::BF16, {}, "auto", /*with_masks=*/true);
+}
+
+// Start-up reserves the kernels' scratch from the shapes instead of running full-size forwards:
+// the first decode steps after start-up, at the largest bucket and with a context long enough
+// for split-K attention, must find it reserved. The steps run on a fresh thread (fresh
+// thread-local scratch, a fresh OpenMP team), not the one that built the runner, as a server's
+// engine thread would; the prompts are a single token, so no prefill grows the decode scratch.
+void expect_first_decodes_allocation_free(DType dtype, const std::string& model) {
+    ModelRunnerConfig config;
+    config.max_num_seqs = 20;
+    config.max_num_batched_tokens = 1024;
+    config.max_model_len = 1024;
+    config.block_size = 16;
+    config.kv_cache_memory_bytes = 64ll << 20;
+    auto runner = make_runner(testdata_path(model), dtype, config);
+    std::thread([&] {
+        const int64_t vocab = runner->model().config().vocab_size;
+        int64_t next_block = runner->num_kv_blocks() - 1;
+        // 20 one-token prompts, then decode all 20 at once (the largest bucket).
+        std::vector<std::vector<int32_t>> ids, blocks;
+        for (int64_t s = 0; s < 20; ++s) {
+            ids.push_back({int32_t((s * 31 + 5) % vocab), 0});
+            blocks.push_back(take_blocks(next_block, 2, runner->block_size()));
+        }
+        std::vector<RunnerSequence> seqs(20);
+        for (int64_t s = 0; s < 20; ++s) {
+            seqs[s] = RunnerSequence{ids[s], blocks[s], 0, 1, true, {}};
+            runner->run(std::span(&seqs[s], 1));
+        }
+        for (int64_t s = 0; s < 20; ++s) seqs[s] = RunnerSequence{ids[s], blocks[s], 1, 1, true, {}};
+        start_counting_allocations();
+        runner->run(seqs);
+        EXPECT_EQ(stop_counting_allocations(), 0) << model << ": first decode at the largest bucket";
+
+        // One sequence of 600 tokens of context decodes with split-K attention (partials).
+        const int64_t context = 600;
+        std::vector<int32_t> long_ids(size_t(context + 1));
+        for (size_t i = 0; i < long_ids.size(); ++i) long_ids[i] = int32_t((i * 11 + 3) % vocab);
+        std::vector<int32_t> long_blocks = take_blocks(next_block, context + 1, runner->block_size());
+        RunnerSequence prefill{long_ids, long_blocks, 0, context, true, {}};
+        runner->run(std::span(&prefill, 1));
+        RunnerSequence decode{long_ids, long_blocks, context, 1, true, {}};
+        start_counting_allocations();
+        runner->run(std::span(&decode, 1));
+        EXPECT_EQ(stop_counting_allocations(), 0) << model << ": first split-K decode";
+    }).join();
+}
+
+TEST(AllocationFree, FirstDecodesAfterStartUpBf16) {
+    expect_first_decodes_allocation_free(DType::BF16, "qwen3-tiny");
+}
+TEST(AllocationFree, FirstDecodesAfterStartUpF32) {
+    expect_first_decodes_allocation_free(DType::F32, "qwen3-tiny");
 }
 
 TEST(AllocationFree, CounterSeesAllocations) {

@@ -63,6 +63,29 @@ TEST(Cli, GenerateFromTextWithJsonOutput) {
     EXPECT_EQ(record["finish_reason"], "length");
 }
 
+// --logprobs N with --json: per token the sampled id and logprob and the N best alternatives.
+TEST(Cli, GenerateJsonCarriesLogprobs) {
+    CommandResult result = run_lmrun("generate --model " + stories_dir() +
+                                     " --prompt \"Once upon a time\" --max-tokens 5 --temperature 0 --json "
+                                     "--logprobs 2 --no-progress --threads 1");
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    size_t start = result.output.find("{\"");
+    ASSERT_NE(start, std::string::npos) << result.output;
+    nlohmann::json record =
+        nlohmann::json::parse(result.output.substr(start, result.output.find('\n', start) - start));
+    ASSERT_EQ(record["logprobs"].size(), 5u) << record.dump();
+    for (size_t i = 0; i < 5; ++i) {
+        const nlohmann::json& token = record["logprobs"][i];
+        EXPECT_EQ(token["token_id"], record["token_ids"][i]);
+        ASSERT_EQ(token["top"].size(), 2u);
+        // Greedy: the sampled token is the most likely one.
+        EXPECT_EQ(token["top"][0][0], token["token_id"]);
+        EXPECT_NEAR(token["top"][0][1].get<float>(), token["logprob"].get<float>(), 1e-5);
+        EXPECT_LE(token["logprob"].get<float>(), 0.0f);
+        EXPECT_GE(token["top"][0][1].get<float>(), token["top"][1][1].get<float>());
+    }
+}
+
 TEST(Cli, BadInputGetsAClearErrorAndExitCode) {
     CommandResult missing = run_lmrun("generate --model /nonexistent/model --prompt-ids 1");
     EXPECT_NE(missing.exit_code, 0);

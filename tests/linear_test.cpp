@@ -183,6 +183,34 @@ TEST(Linear, PacksBf16AndF16Sources) {
         }
 }
 
+// Packing writes every element itself (no memset first): values where the source has them,
+// zero in the padded k and in the lanes past out_features of the last tile.
+TEST(Linear, PacksSameDtypeSourcesExactlyWithZeroPadding) {
+    std::mt19937 rng(4);
+    const int64_t out = 70, in = 45;
+    std::vector<float> w = random_vector(size_t(out * in), rng);
+    std::vector<uint16_t> w_bf16(w.size());
+    for (size_t i = 0; i < w.size(); ++i) w_bf16[i] = f32_to_bf16(w[i]);
+    LinearWeight bf16 = LinearWeight::pack(w_bf16.data(), DType::BF16, out, in, DType::BF16);
+    LinearWeight f32 = LinearWeight::pack(w.data(), DType::F32, out, in, DType::F32);
+    for (const LinearWeight* weight : {&bf16, &f32}) {
+        const PackedLinear& p = weight->packed();
+        ASSERT_GT(p.padded_in, in);
+        for (int64_t n = 0; n < p.num_tiles * kTileOutputs; ++n)
+            for (int64_t k = 0; k < p.padded_in; ++k) {
+                const int64_t offset = packed_offset(p, n, k);
+                const bool inside = n < out && k < in;
+                if (p.dtype == DType::BF16) {
+                    ASSERT_EQ(static_cast<const uint16_t*>(p.data)[offset], inside ? w_bf16[n * in + k] : 0)
+                        << n << "," << k;
+                } else {
+                    ASSERT_EQ(static_cast<const float*>(p.data)[offset], inside ? w[n * in + k] : 0.0f)
+                        << n << "," << k;
+                }
+            }
+    }
+}
+
 TEST(Linear, RepeatedCallsGiveIdenticalResults) {
     std::mt19937 rng(5);
     int64_t out = 200, in = 96;

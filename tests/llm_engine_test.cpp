@@ -124,6 +124,39 @@ TEST(LLMEngine, PreemptionWhenKvBlocksRunOut) {
     EXPECT_GT(engine->stats().num_preemptions, 0);
 }
 
+// The KV bound of preemption above is also the memory bound: the arena is reserved, not
+// resident, at start; it is committed as blocks fill and never past the reservation, which
+// is within --kv-cache-memory; preemption still happens when the blocks run out.
+TEST(LLMEngine, KvResidentMemoryFollowsUseWithinTheBound) {
+    auto goldens = stories_goldens();
+    EngineConfig config = stories_config();
+    const int64_t bytes_per_block = 2 * 5 * 16 * 4 * 8 * 4;
+    config.runner.kv_cache_memory_bytes = 24 * bytes_per_block + bytes_per_block / 2;
+    auto engine = make_engine(config);
+    const KvCache& cache = engine->runner().kv_cache();
+    EXPECT_EQ(cache.reserved_bytes(), 24 * bytes_per_block);
+    EXPECT_LE(cache.reserved_bytes(), config.runner.kv_cache_memory_bytes);
+    EXPECT_EQ(cache.resident_bytes(), 0);
+    for (size_t i = 0; i < goldens.size(); ++i) {
+        ASSERT_TRUE(
+            engine->add_request("r" + std::to_string(i), goldens[i].prompt_ids, greedy_params(goldens[i]))
+                .ok());
+    }
+    engine->step();
+    const int64_t after_first_step = cache.resident_bytes();
+    EXPECT_GT(after_first_step, 0);
+    int64_t peak = after_first_step;
+    while (engine->has_unfinished_requests()) {
+        engine->step();
+        const int64_t resident = cache.resident_bytes();
+        EXPECT_LE(resident, cache.reserved_bytes());
+        EXPECT_GE(resident, peak) << "pages stay committed once written";
+        peak = std::max(peak, resident);
+    }
+    EXPECT_GT(peak, after_first_step) << "more blocks written, more memory resident";
+    EXPECT_GT(engine->stats().num_preemptions, 0);
+}
+
 TEST(LLMEngine, SequenceTooLargeForTheCacheFailsWithAMessage) {
     EngineConfig config = stories_config();
     config.runner.kv_cache_memory_bytes = 2 * (2 * 5 * 16 * 4 * 8 * 4);  // 2 blocks = 32 tokens

@@ -15,6 +15,7 @@
 #include "cli/bench_limits.h"
 #include "cli/bench_offline.h"
 #include "cli/bench_plot.h"
+#include "cli/bench_startup.h"
 #include "cli/bench_structured.h"
 #include "cli/bench_workloads.h"
 #include "cli/cli_options.h"
@@ -60,6 +61,9 @@ struct BenchArgs {
     bool structured = false;  // only the structured-output benchmark (bench_structured.h)
     std::string tokenizer;    // its tokenizer (random checkpoints have none)
     int64_t structured_batch = 8;
+    bool startup = false;       // --startup: only the start-up benchmark (bench_startup.h)
+    int64_t startup_probe = 0;  // > 0: be one start-up probe with a prompt of this many tokens
+    bool startup_warm_only = false;
 };
 
 Result<std::string> prepare_model(const BenchArgs& args) {
@@ -369,11 +373,25 @@ int run_structured(const BenchArgs& args, const std::string& model_dir, DType dt
     return 0;
 }
 
+StartupBenchOptions startup_options(const BenchArgs& args, const std::string& model_dir) {
+    StartupBenchOptions options;
+    options.model_dir = model_dir;
+    options.dtype = args.dtype;
+    options.threads = args.threads;
+    options.repeats = args.repeats;
+    options.cold = !args.startup_warm_only;
+    return options;
+}
+
 int run_bench(const BenchArgs& args) {
     for (const auto& [option, range] : {std::pair{"--offline-prompt-range", &args.offline_prompt_range},
                                         std::pair{"--offline-output-range", &args.offline_output_range}}) {
         if ((*range)[0] > (*range)[1])
             return fail(make_error("{}: min {} is more than max {}", option, (*range)[0], (*range)[1]));
+    }
+    if (args.startup_probe > 0) {
+        if (args.model.empty()) return fail(make_error("--startup-probe needs --model"));
+        return run_startup_probe(startup_options(args, args.model), args.startup_probe);
     }
     configure_threads(capped_threads(args.threads));
     OpProfiler::instance().set_enabled(args.profile);
@@ -397,6 +415,11 @@ int run_bench(const BenchArgs& args) {
                            {"kv_cache_dtype", dtype_name(kv_dtype.value())},
                            {"threads", num_threads()},
                            {"isa", isa_name(kernel_isa())}};
+    if (args.startup) {
+        int status = run_startup_bench(startup_options(args, model_dir.value()), json);
+        if (status == 0 && !args.json_path.empty()) std::ofstream(args.json_path) << json.dump(2) << "\n";
+        return status;
+    }
     std::cout << fmt::format("{} kernels, {} threads, weights {}{}, KV cache {}\n", isa_name(kernel_isa()),
                              num_threads(), dtype_name(dtype),
                              args.quantization == "int8" ? " quantized to int8 (W8A8)" : "",
@@ -535,6 +558,14 @@ CommandRunner add_bench_command(CLI::App& app) {
                      "KV cache GiB (at least what workloads need)")
         ->check(finite_range(0, 1 << 20))
         ->capture_default_str();
+    command->add_flag("--startup", args->startup,
+                      "Only measure start-up: load, time to first token (1 and 512-token prompts) and peak "
+                      "RSS of fresh processes, page cache warm and cold");
+    command->add_flag("--startup-warm-only", args->startup_warm_only,
+                      "With --startup: skip the cold page cache runs");
+    command->add_option("--startup-probe", args->startup_probe, "Internal: one start-up probe process")
+        ->check(integer_range(1, 1 << 20))
+        ->group("");
     return [args] { return run_bench(*args); };
 }
 

@@ -117,11 +117,12 @@ void EngineOptions::add_to(CLI::App& app) {
     app.add_option("--max-model-len", max_model_len, "Context length (default: the model's)")
         ->check(integer_range(0));
     app.add_option("--kv-cache-memory", kv_cache_memory_gib,
-                   "KV cache size in GiB (default: a fraction of free RAM)")
+                   "KV cache bound in GiB, committed as blocks are used (default: 4, as vLLM's CPU "
+                   "backend, at most half the available RAM)")
         ->check(finite_range(0, 1 << 20));
-    app.add_option("--kv-cache-fraction", kv_cache_fraction, "Fraction of available RAM for the KV cache")
-        ->check(finite_range(0.001, 1))
-        ->capture_default_str();
+    app.add_option("--kv-cache-fraction", kv_cache_fraction,
+                   "KV cache bound as a fraction of available RAM (when --kv-cache-memory is not given)")
+        ->check(finite_range(0.001, 1));
     app.add_option("--kv-cache-dtype", kv_cache_dtype,
                    "KV cache element: auto (the weight dtype), bfloat16, float32, int8, fp8_e4m3 (int8 "
                    "and fp8 keep a scale per token and KV head)")

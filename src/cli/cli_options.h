@@ -26,7 +26,7 @@ struct EngineOptions {
     int64_t max_num_batched_tokens = 2048;
     int64_t max_model_len = 0;
     double kv_cache_memory_gib = 0;
-    double kv_cache_fraction = 0.4;
+    double kv_cache_fraction = 0;  // 0: the fixed default budget
     std::string kv_cache_dtype = "auto";
     bool no_prefix_caching = false;
     bool no_chunked_prefill = false;

@@ -73,6 +73,17 @@ Result<std::vector<Prompt>> collect_prompts(const GenerateArgs& args) {
     return prompts;
 }
 
+// --logprobs N: per token {"token_id", "logprob", "top": [[id, logprob], ...]} (best first).
+nlohmann::json logprobs_json(const std::vector<TokenLogprob>& logprobs) {
+    nlohmann::json tokens = nlohmann::json::array();
+    for (const TokenLogprob& token : logprobs) {
+        nlohmann::json top = nlohmann::json::array();
+        for (const auto& [id, logprob] : token.top) top.push_back({id, logprob});
+        tokens.push_back({{"token_id", token.token_id}, {"logprob", token.logprob}, {"top", top}});
+    }
+    return tokens;
+}
+
 void print_output(const RequestOutput& output, bool json_output, bool several) {
     for (const CompletionOutput& completion : output.outputs) {
         if (json_output) {
@@ -86,6 +97,7 @@ void print_output(const RequestOutput& output, bool json_output, bool several) {
                 {"time_to_first_token_s", output.metrics.first_token_time - output.metrics.arrival_time},
                 {"total_time_s", output.metrics.finished_time - output.metrics.arrival_time}};
             if (!completion.error_message.empty()) record["error"] = completion.error_message;
+            if (!completion.logprobs.empty()) record["logprobs"] = logprobs_json(completion.logprobs);
             std::cout << record.dump() << "\n";
             continue;
         }

@@ -5,8 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+
+#include "core/memory_info.h"
 
 namespace lmrun {
 
@@ -32,9 +36,23 @@ Result<std::shared_ptr<MmapFile>> MmapFile::open(const std::string& path) {
                 path);
         }
         file->data_ = static_cast<const unsigned char*>(mapped);
+        if (int64_t(file->size_bytes_) < available_memory_bytes() / 2)
+            madvise(mapped, file->size_bytes_, MADV_WILLNEED);  // advice only; failure is harmless
     }
     ::close(fd);
     return file;
+}
+
+void MmapFile::release(const void* begin, size_t bytes) const {
+    if (!data_ || bytes == 0) return;
+    const auto* first = static_cast<const unsigned char*>(begin);
+    if (first < data_ || first >= data_ + size_bytes_) return;
+    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    const uintptr_t start = reinterpret_cast<uintptr_t>(first) / page * page;
+    const uintptr_t end = std::min(reinterpret_cast<uintptr_t>(first) + bytes,
+                                   reinterpret_cast<uintptr_t>(data_) + size_bytes_);
+    const uintptr_t end_page = (end + page - 1) / page * page;
+    madvise(reinterpret_cast<void*>(start), end_page - start, MADV_DONTNEED);  // advice; failure is harmless
 }
 
 MmapFile::~MmapFile() {

@@ -1,5 +1,7 @@
 #include "core/tensor.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -20,7 +22,17 @@ Tensor Tensor::zeros(DType dtype, std::vector<int64_t> shape) {
     Tensor tensor;
     tensor.dtype_ = dtype;
     tensor.shape_ = std::move(shape);
-    auto buffer = aligned_alloc_bytes(tensor.nbytes());
+    const size_t nbytes = tensor.nbytes();
+    if (nbytes >= kLazyZerosBytes) {
+        // Fresh anonymous pages read as zero and are committed on first write: no memset, and a
+        // buffer sized for the largest step costs memory only for the rows steps use.
+        void* mapped = mmap(nullptr, nbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        LMRUN_CHECK(mapped != MAP_FAILED, "out of memory mapping %zu bytes", nbytes);
+        tensor.data_ = mapped;
+        tensor.owner_ = std::shared_ptr<void>(mapped, [nbytes](void* pointer) { munmap(pointer, nbytes); });
+        return tensor;
+    }
+    auto buffer = aligned_alloc_bytes(nbytes);
     std::memset(buffer.get(), 0, tensor.nbytes());
     tensor.data_ = buffer.get();
     tensor.owner_ = std::shared_ptr<void>(buffer.release(), AlignedFree());

@@ -14,11 +14,14 @@
 
 namespace lmrun {
 
+inline constexpr size_t kLazyZerosBytes = size_t(1) << 20;
+
 class Tensor {
   public:
     Tensor() = default;
 
-    // Allocates an owned, zero-filled, 64-byte aligned buffer.
+    // Allocates an owned, zero-filled, 64-byte aligned buffer; from kLazyZerosBytes up, fresh
+    // pages of the OS (page-aligned), committed only where written.
     static Tensor zeros(DType dtype, std::vector<int64_t> shape);
     // Borrows `data`; the caller keeps it alive for the tensor's lifetime.
     static Tensor view(void* data, DType dtype, std::vector<int64_t> shape);

@@ -1,9 +1,12 @@
 #include "engine/kv_cache.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
-#include "core/check.h"
-#include "core/parallel.h"
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
 
 namespace lmrun {
 
@@ -29,20 +32,28 @@ Result<DType> resolve_kv_cache_dtype(const std::string& name, DType weight_dtype
                       name);
 }
 
-KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
-    arena_bytes_ = size_t(shape.total_bytes());
-    if (arena_bytes_ > 0) {
-        arena_ = mmap(nullptr, arena_bytes_, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        LMRUN_CHECK(arena_ != MAP_FAILED, "cannot map a KV cache of %zu bytes", arena_bytes_);
-        // Huge pages spare the attention kernels TLB misses; touching every page now keeps page
-        // faults (the kernel zeroing fresh pages) out of the steps that first write a block.
-        madvise(arena_, arena_bytes_, MADV_HUGEPAGE);  // advice only; failure is harmless
-        auto* bytes = static_cast<char*>(arena_);
-        parallel_for(int64_t(arena_bytes_ / 4096), [&](int64_t begin, int64_t end) {
-            for (int64_t page = begin; page < end; ++page) bytes[page * 4096] = 0;
-        });
+Result<std::unique_ptr<KvCache>> KvCache::create(const KvCacheShape& shape) {
+    std::unique_ptr<KvCache> cache(new KvCache(shape));
+    cache->arena_bytes_ = size_t(shape.total_bytes());
+    if (cache->arena_bytes_ > 0) {
+        void* arena = mmap(nullptr, cache->arena_bytes_, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (arena == MAP_FAILED) {
+            return make_error(ErrorKind::ResourceExhausted,
+                              "cannot reserve {} bytes of address space for the KV cache: {}",
+                              cache->arena_bytes_, std::strerror(errno));
+        }
+        cache->arena_ = arena;
+        // Huge pages spare the attention kernels TLB misses. Nothing is touched here: touching
+        // every page would cost seconds per GiB at start-up and commit the whole budget.
+        madvise(arena, cache->arena_bytes_, MADV_HUGEPAGE);  // advice only; failure is harmless
     }
+    cache->bind_layers();
+    return cache;
+}
+
+void KvCache::bind_layers() {
+    const KvCacheShape& shape = shape_;
     const int64_t layer_bytes = shape.num_blocks * shape.block_size * shape.num_kv_heads * shape.head_dim *
                                 int64_t(dtype_size_bytes(shape.dtype));
     const int64_t layer_scales = shape.num_blocks * shape.block_size * shape.num_kv_heads;
@@ -63,6 +74,16 @@ KvCache::KvCache(const KvCacheShape& shape) : shape_(shape) {
         view.head_dim = shape.head_dim;
         layers_.push_back(view);
     }
+}
+
+int64_t KvCache::resident_bytes() const {
+    if (!arena_) return 0;
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> pages((arena_bytes_ + page - 1) / page);
+    if (mincore(arena_, arena_bytes_, pages.data()) != 0) return -1;
+    int64_t resident = 0;
+    for (unsigned char flags : pages) resident += flags & 1;
+    return std::min(resident * int64_t(page), int64_t(arena_bytes_));
 }
 
 KvCache::~KvCache() {

@@ -1,12 +1,16 @@
 // The paged KV cache: ONE arena laid out [2, layers, num_blocks, block_size,
-// kv_heads, head_dim] (K then V), allocated once and never grown; int8 / fp8 caches
-// follow it with their scales, [2, layers, num_blocks, block_size, kv_heads] F32 (one
-// per token and KV head, kernels/attention.h). The arena is advised onto huge pages
-// and every page is touched at creation, so the whole budget is resident from start-up
-// and no step pays a page fault for a fresh block.
+// kv_heads, head_dim] (K then V); int8 / fp8 caches follow it with their scales,
+// [2, layers, num_blocks, block_size, kv_heads] F32 (one per token and KV head,
+// kernels/attention.h). The arena's address space is reserved at
+// start-up (MAP_NORESERVE, nothing touched); the OS commits a page when a step
+// first writes a block there, so resident memory follows the load and never
+// exceeds the reserved size (the --kv-cache-memory bound). A fresh page costs a
+// page fault (the kernel zeroing it) in the step that first writes it: that is
+// not a heap allocation, and it happens once per page.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -34,7 +38,8 @@ Result<DType> resolve_kv_cache_dtype(const std::string& name, DType weight_dtype
 
 class KvCache {
   public:
-    explicit KvCache(const KvCacheShape& shape);
+    // Fails (ResourceExhausted) if the address space cannot be reserved.
+    static Result<std::unique_ptr<KvCache>> create(const KvCacheShape& shape);
     ~KvCache();
     KvCache(const KvCache&) = delete;
     KvCache& operator=(const KvCache&) = delete;
@@ -42,7 +47,15 @@ class KvCache {
     const KvCacheShape& shape() const { return shape_; }
     const std::vector<kernels::KvCacheLayer>& layers() const { return layers_; }
 
+    // Address space reserved for the arena (= shape().total_bytes(), the upper bound).
+    int64_t reserved_bytes() const { return int64_t(arena_bytes_); }
+    // Bytes of the arena the OS holds in memory now (mincore); at most reserved_bytes().
+    int64_t resident_bytes() const;
+
   private:
+    explicit KvCache(const KvCacheShape& shape) : shape_(shape) {}
+    void bind_layers();
+
     KvCacheShape shape_;
     void* arena_ = nullptr;
     size_t arena_bytes_ = 0;

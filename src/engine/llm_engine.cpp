@@ -50,9 +50,10 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(const EngineConfig& config)
     Stopwatch load_timer;
     LMRUN_ASSIGN_OR_RETURN(std::unique_ptr<CausalLM> model,
                            CausalLM::load(config.model_dir, model_config, dtype, {}, quantization));
+    engine->load_seconds_ = load_timer.elapsed_seconds();
     log_info("loaded {} ({} layers, {:.1f} MiB of {}{} weights) in {:.2f} s", model_config.architecture,
              model_config.num_hidden_layers, double(model->weight_nbytes()) / (1 << 20), dtype_name(dtype),
-             model->has_int8_weights() ? " and int8" : "", load_timer.elapsed_seconds());
+             model->has_int8_weights() ? " and int8" : "", engine->load_seconds_);
     LMRUN_ASSIGN_OR_RETURN(engine->runner_, ModelRunner::create(std::move(model), config.runner));
 
     const ModelRunnerConfig& runner_config = engine->runner_->config();

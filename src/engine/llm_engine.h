@@ -81,6 +81,8 @@ class LLMEngine {
     const ModelRunner& runner() const { return *runner_; }
     EngineStats stats() const;
     int64_t max_model_len() const { return runner_->config().max_model_len; }
+    // Seconds create() spent loading the weights (the rest of create() sets up the runner).
+    double load_seconds() const { return load_seconds_; }
 
     // Compiles structured-output constraints for this model's vocabulary (built on
     // first use; thread-safe), so that the server can compile, and reject, a
@@ -122,6 +124,7 @@ class LLMEngine {
     Error grammar_compiler_error_;
     std::vector<uint32_t> token_bitmask_;
     std::vector<int32_t> constrained_rows_;
+    double load_seconds_ = 0;
 };
 
 }  // namespace lmrun

@@ -168,6 +168,8 @@ DecodePlan* ModelRunner::find_plan(int64_t num_seqs) {
 
 std::span<const SampleResult> ModelRunner::run(std::span<const RunnerSequence> seqs) {
     LMRUN_CHECK(int64_t(seqs.size()) <= config_.max_num_seqs, "more sequences than max_num_seqs");
+    if (std::this_thread::get_id() != workspace_thread_)
+        reserve_step_workspace();  // e.g. a server's engine thread
     bool decode_only = std::all_of(seqs.begin(), seqs.end(), [](const RunnerSequence& seq) {
         return seq.num_new_tokens == 1 && seq.sample;
     });

@@ -6,12 +6,15 @@
 //
 // Decode-only steps are padded to a batch-size bucket (1, 2, 4, 8, 16, 32, ...)
 // and replayed from a DecodePlan whose input buffers were allocated, and whose
-// kernels were warmed, at start-up: a decode step allocates nothing.
+// kernel scratch was reserved from the shapes, at start-up (and again on the
+// first step from another thread, since that scratch is per thread): a decode
+// step allocates nothing.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include "core/result.h"
@@ -21,15 +24,19 @@
 
 namespace lmrun {
 
+// The KV budget when none is given: min(4 GiB, half of available_bytes).
+int64_t default_kv_cache_budget_bytes(int64_t available_bytes);
+
 struct ModelRunnerConfig {
     int64_t max_num_seqs = 64;
     int64_t max_num_batched_tokens = 2048;
     int64_t max_model_len = 0;  // 0 = the model's max_position_embeddings
     int64_t block_size = 256;
-    int64_t kv_cache_memory_bytes = 0;      // > 0: exact KV budget
-    double kv_cache_memory_fraction = 0.4;  // else: this fraction of available RAM after warm-up
-    bool use_decode_plans = true;           // false: run decode steps like prefill (for comparison tests)
-    std::string kv_cache_dtype = "auto";    // resolve_kv_cache_dtype (kv_cache.h)
+    int64_t kv_cache_memory_bytes = 0;    // > 0: KV budget (an upper bound: pages are committed on use)
+    double kv_cache_memory_fraction = 0;  // else if > 0: this fraction of available RAM
+                                          // else: default_kv_cache_budget_bytes() (4 GiB, as vLLM CPU)
+    bool use_decode_plans = true;         // false: run decode steps like prefill (for comparison tests)
+    std::string kv_cache_dtype = "auto";  // resolve_kv_cache_dtype (kv_cache.h)
 };
 
 // One sequence of a step, as the runner needs it.
@@ -83,13 +90,14 @@ class ModelRunner {
     int64_t block_size() const { return config_.block_size; }
     int64_t max_blocks_per_seq() const { return max_blocks_per_seq_; }
     const KvCacheShape& kv_cache_shape() const { return kv_cache_->shape(); }
+    const KvCache& kv_cache() const { return *kv_cache_; }
     int64_t activation_bytes() const { return activation_bytes_; }
     static std::vector<int64_t> decode_buckets(int64_t max_num_seqs);
 
   private:
     ModelRunner(std::unique_ptr<CausalLM> model, const ModelRunnerConfig& config);
     Status allocate_kv_cache();
-    void warm_up(const KvCache& cache);
+    void reserve_step_workspace();
     ForwardContext prepare_prefill(std::span<const RunnerSequence> seqs, StepInputs& inputs) const;
     ForwardContext prepare_decode(std::span<const RunnerSequence> seqs, DecodePlan& plan) const;
     DecodePlan* find_plan(int64_t num_seqs);
@@ -108,6 +116,7 @@ class ModelRunner {
     std::vector<SampleResult> sample_results_;
     std::unique_ptr<KvCache> kv_cache_;
     int64_t activation_bytes_ = 0;
+    std::thread::id workspace_thread_;  // the thread whose kernel scratch is reserved
     bool keep_logits_ = false;
     std::vector<float> kept_logits_;
 };

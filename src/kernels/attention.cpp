@@ -31,9 +31,14 @@ float* partial_buffer(int64_t num_floats) {
 
 // tile_starts[s] = index of sequence s's first query tile; tile_starts[num_seqs] = total tiles.
 // Grown once per thread, like the scratch.
-const std::vector<int64_t>& plan_tiles(const AttentionArgs& a, int64_t num_seqs, int64_t tokens_per_tile) {
+std::vector<int64_t>& tile_start_buffer(int64_t count) {
     thread_local std::vector<int64_t> tile_starts;
-    if (int64_t(tile_starts.size()) < num_seqs + 1) tile_starts.resize(size_t(num_seqs + 1));
+    if (int64_t(tile_starts.size()) < count) tile_starts.resize(size_t(count));
+    return tile_starts;
+}
+
+const std::vector<int64_t>& plan_tiles(const AttentionArgs& a, int64_t num_seqs, int64_t tokens_per_tile) {
+    std::vector<int64_t>& tile_starts = tile_start_buffer(num_seqs + 1);
     tile_starts[0] = 0;
     for (int64_t s = 0; s < num_seqs; ++s) {
         int64_t q_len = a.cu_seqlens_q[s + 1] - a.cu_seqlens_q[s];
@@ -112,7 +117,35 @@ void merge_splits(const AttentionArgs& a, const AttentionTile& tile, const float
     }
 }
 
+// A thread's scratch for tiles of `heads_per_item` KV heads of `group` query heads each.
+int64_t scratch_floats_per_thread(bool avx512, int64_t head_dim, int64_t group, int64_t heads_per_item) {
+    int64_t floats = attention_scratch_floats(head_dim);
+    if (avx512) {
+        floats = std::max(floats,
+                          attention_decode_scratch_floats(head_dim, heads_per_item * group, heads_per_item));
+        floats = std::max(floats, attention_prefill_bf16_scratch_floats(head_dim));
+    }
+    return floats;
+}
+
 }  // namespace
+
+void reserve_attention_workspace(int64_t head_dim, int64_t num_heads, int64_t num_kv_heads,
+                                 int64_t max_num_seqs) {
+    LMRUN_CHECK(num_kv_heads > 0 && num_heads % num_kv_heads == 0 && head_dim <= kMaxHeadDim,
+                "attention shape out of the kernels' range");
+    const int64_t group = num_heads / num_kv_heads;
+    const bool avx512 = kernel_isa() >= Isa::Avx512 && attention_avx512_supports(head_dim);
+    // Items hold one KV head, or all of a sequence's (decode on AVX-512): the larger scratch wins.
+    const int64_t scratch_floats = std::max(scratch_floats_per_thread(avx512, head_dim, group, 1),
+                                            scratch_floats_per_thread(avx512, head_dim, group, num_kv_heads));
+#pragma omp parallel
+    thread_scratch(scratch_floats);
+    // Split-K runs only with fewer than 2T items (T threads), each cut into at most ceil(2T / items)
+    // parts: items x splits < 4T partial results.
+    partial_buffer(4 * num_threads() * attention_partial_floats(head_dim));
+    tile_start_buffer(max_num_seqs + 1);
+}
 
 void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seqs) {
     AttentionArgs a = args;
@@ -148,13 +181,7 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
     const int64_t splits = choose_key_splits(a, num_seqs, num_items);
     float* partials =
         splits > 1 ? partial_buffer(num_items * splits * attention_partial_floats(cache.head_dim)) : nullptr;
-    int64_t scratch_floats = attention_scratch_floats(cache.head_dim);
-    if (avx512) {
-        scratch_floats =
-            std::max(scratch_floats,
-                     attention_decode_scratch_floats(cache.head_dim, heads_per_item * group, heads_per_item));
-        scratch_floats = std::max(scratch_floats, attention_prefill_bf16_scratch_floats(cache.head_dim));
-    }
+    const int64_t scratch_floats = scratch_floats_per_thread(avx512, cache.head_dim, group, heads_per_item);
     auto tile_of = [&](int64_t item) {
         int64_t tile_index = item / kv_items;
         int64_t seq = std::upper_bound(tile_starts.begin(), tile_starts.begin() + num_seqs + 1, tile_index) -

@@ -51,6 +51,11 @@ void store_kvcache(const float* k, const float* v, int64_t token_stride, int64_t
 void paged_attention(const float* q, int64_t q_token_stride, int64_t num_seqs, const int32_t* cu_seqlens_q,
                      const int32_t* context_lens, const int32_t* block_tables, int64_t max_blocks_per_seq,
                      const KvCacheLayer& cache, int64_t num_heads, float scale, float* out);
+// Grows the per-thread scratch (every thread of the team), the split-K partials and the tile
+// plan of the calling thread to what any step of up to max_num_seqs sequences needs, computed
+// from the shapes: paged_attention() then allocates nothing on this thread.
+void reserve_attention_workspace(int64_t head_dim, int64_t num_heads, int64_t num_kv_heads,
+                                 int64_t max_num_seqs);
 // Scalar twin: exact softmax in double, one query head at a time.
 void paged_attention_reference(const float* q, int64_t q_token_stride, int64_t num_seqs,
                                const int32_t* cu_seqlens_q, const int32_t* context_lens,

@@ -509,7 +509,8 @@ int64_t attention_decode_scratch_floats(int64_t head_dim, int64_t num_rows, int6
     int64_t floats = 0;
     dispatch_head_dim(head_dim, [&](auto ops) {
         constexpr int64_t D = decltype(ops)::kVecs * 16;
-        floats = DecodeTile<D>::scratch_floats(num_rows, kv_heads);
+        floats = max_i64(DecodeTile<D>::scratch_floats(num_rows, kv_heads),
+                         ScaledTile<D>::scratch_floats(num_rows));
         if constexpr (D % 32 == 0) floats = max_i64(floats, Bf16Tile<D>::scratch_floats(kTileRows));
     });
     return floats;

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -47,19 +46,59 @@ void* allocate_weight_memory(size_t nbytes) {
     return memory;
 }
 
+// One tile of BF16 weights straight from BF16 source rows (no conversion): element (lane, k) at
+// pair k/2, slot k%2. Every element is written, padding as zero, in storage order.
+void pack_tile_bf16_bits(const uint16_t* rows, int64_t count, const PackedLinear& w, uint16_t* tile) {
+    const int64_t in = w.in_features;
+    for (int64_t pair = 0; pair < w.padded_in / 2; ++pair) {
+        uint16_t* out = tile + pair * kTileOutputs * 2;
+        const int64_t k = 2 * pair;
+        for (int64_t lane = 0; lane < kTileOutputs; ++lane) {
+            const uint16_t* row = rows + lane * in;
+            out[2 * lane] = lane < count && k < in ? row[k] : 0;
+            out[2 * lane + 1] = lane < count && k + 1 < in ? row[k + 1] : 0;
+        }
+    }
+}
+
+// One tile from rows already converted to F32 ([count][in_features]), padding as zero.
+template <typename T>
+void pack_tile_f32_rows(const float* rows, int64_t count, const PackedLinear& w, T* tile) {
+    const int64_t in = w.in_features;
+    for (int64_t k = 0; k < w.padded_in; ++k) {
+        for (int64_t lane = 0; lane < kTileOutputs; ++lane) {
+            const float value = lane < count && k < in ? rows[lane * in + k] : 0.0f;
+            if constexpr (sizeof(T) == 2) {
+                // BF16 tiles hold k-pairs: (k, lane) at pair k/2, slot k%2.
+                tile[(k / 2) * kTileOutputs * 2 + lane * 2 + (k % 2)] = f32_to_bf16(value);
+            } else {
+                tile[k * kTileOutputs + lane] = value;
+            }
+        }
+    }
+}
+
+// Writes every element of every tile (padding included), so the buffer needs no memset, and each
+// thread streams through whole tiles; BF16 to BF16 copies bits without converting.
 template <typename T>
 void pack_tiles(const void* src, DType src_dtype, const PackedLinear& w, T* dst) {
     parallel_for(w.num_tiles, [&](int64_t begin, int64_t end) {
-        std::unique_ptr<float[]> row(new float[size_t(w.in_features)]);
-        for (int64_t n = begin * kTileOutputs; n < std::min(end * kTileOutputs, w.out_features); ++n) {
-            load_row_f32(src, src_dtype, n, w.in_features, row.get());
-            for (int64_t k = 0; k < w.in_features; ++k) {
-                if constexpr (sizeof(T) == 2) {
-                    dst[packed_offset(w, n, k)] = f32_to_bf16(row[k]);
-                } else {
-                    dst[packed_offset(w, n, k)] = row[k];
+        std::vector<float> rows;
+        for (int64_t t = begin; t < end; ++t) {
+            const int64_t first = t * kTileOutputs;
+            const int64_t count = std::min(kTileOutputs, w.out_features - first);
+            T* tile = dst + t * w.tile_elements();
+            if constexpr (sizeof(T) == 2) {
+                if (src_dtype == DType::BF16) {
+                    pack_tile_bf16_bits(static_cast<const uint16_t*>(src) + first * w.in_features, count, w,
+                                        tile);
+                    continue;
                 }
             }
+            rows.resize(size_t(count * w.in_features));
+            for (int64_t lane = 0; lane < count; ++lane)
+                load_row_f32(src, src_dtype, first + lane, w.in_features, rows.data() + lane * w.in_features);
+            pack_tile_f32_rows(rows.data(), count, w, tile);
         }
     });
 }
@@ -84,8 +123,8 @@ void pack_int8_tiles(LinearWeightState& state, QuantizeRow&& quantize_row) {
     });
 }
 
-// The state of an empty weight of the given shape and storage: zeroed buffer (padding lanes and
-// padded k stay zero: the kernels read them), int8 scales and compensation.
+// The state of an empty weight of the given shape and storage: its buffer (zeroed for int8,
+// whose packer writes only the rows), int8 scales and compensation.
 std::shared_ptr<LinearWeightState> allocate_state(DType storage_dtype, int64_t out_features,
                                                   int64_t in_features) {
     LMRUN_CHECK(out_features > 0 && in_features > 0, "empty linear weight");
@@ -100,7 +139,9 @@ std::shared_ptr<LinearWeightState> allocate_state(DType storage_dtype, int64_t o
     state->nbytes = size_t(w.num_tiles * w.tile_elements()) * dtype_size_bytes(storage_dtype);
     state->buffer.reset(allocate_weight_memory(state->nbytes));
     LMRUN_CHECK(state->buffer != nullptr, "out of memory packing a linear weight");
-    std::memset(state->buffer.get(), 0, state->nbytes);
+    // pack_tiles writes every byte (padding lanes and padded k as zero); pack_int8_tiles writes
+    // only the rows, so int8 padding is zeroed here (the kernels read it).
+    if (storage_dtype == DType::I8) std::memset(state->buffer.get(), 0, state->nbytes);
     w.data = state->buffer.get();
     if (storage_dtype == DType::I8) {
         state->scales.assign(size_t(w.num_tiles * kTileOutputs), 0.0f);
@@ -189,6 +230,42 @@ void linear_int8(const float* x, int64_t num_rows, const PackedLinear& w, const 
 }
 
 }  // namespace
+
+uint16_t* gemm_bf16_x_buffer(size_t count) {
+    thread_local std::vector<uint16_t> buffer;
+    if (buffer.size() < count) buffer.resize(count);
+    return buffer.data();
+}
+
+uint8_t* int8_x_buffer(size_t count) {
+    thread_local std::vector<uint8_t> buffer;
+    if (buffer.size() < count) buffer.resize(count);
+    return buffer.data();
+}
+float* int8_x_scale_buffer(size_t count) {
+    thread_local std::vector<float> buffer;
+    if (buffer.size() < count) buffer.resize(count);
+    return buffer.data();
+}
+int32_t* int8_sum_buffer(size_t count) {
+    thread_local std::vector<int32_t> buffer;
+    if (buffer.size() < count) buffer.resize(count);
+    return buffer.data();
+}
+
+void reserve_linear_workspace(const LinearWeight& weight, int64_t max_rows) {
+    const PackedLinear& w = weight.packed();
+    if (bf16_gemm_applies(w, max_rows)) gemm_bf16_x_buffer(size_t(max_rows * w.padded_in));
+    if (w.dtype == DType::I8 && max_rows > 0) {
+        const int64_t padded_rows =
+            (max_rows + kInt8AmxRowPadding - 1) / kInt8AmxRowPadding * kInt8AmxRowPadding;
+        int8_x_buffer(size_t(padded_rows * w.padded_in));
+        int8_x_scale_buffer(size_t(max_rows));
+        const size_t sums = size_t(max_rows * kTileOutputs);
+#pragma omp parallel
+        int8_sum_buffer(sums);
+    }
+}
 
 void linear_allocation_free(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
                             float* y) {

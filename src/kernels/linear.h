@@ -62,6 +62,10 @@ void linear(const float* x, int64_t num_rows, const LinearWeight& weight, const 
 // map per call), used where a step must not allocate (decode plans).
 void linear_allocation_free(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
                             float* y);
+// Grows the calling thread's buffers so that linear_allocation_free() on `weight` with up to
+// max_rows rows allocates nothing afterwards on this thread: the size follows from the shapes,
+// so nothing has to run at full size to find it.
+void reserve_linear_workspace(const LinearWeight& weight, int64_t max_rows);
 // Scalar, double-accumulating twin of linear(), reading the packed weight. For int8 weights it
 // quantizes x with the same rule as the kernels and sums exactly in integers.
 void linear_reference(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,

@@ -13,7 +13,6 @@
 #include <immintrin.h>
 
 #include <cstring>
-#include <vector>
 
 #include "core/parallel.h"
 #include "kernels/dispatch_constant.h"
@@ -81,13 +80,10 @@ void run_row_block(int rows, const uint16_t* tile, int64_t num_pairs, const uint
 
 void linear_gemm_bf16_avx512(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias,
                              float* y) {
-    // Grows to the largest batch seen and is then reused: decode plans warm every bucket up
-    // before the first real step, so steps do not allocate.
-    thread_local std::vector<uint16_t> x_bf16;
-    size_t needed = size_t(num_rows * w.padded_in);
-    if (x_bf16.size() < needed) x_bf16.resize(needed);
-    round_rows_to_bf16(x, num_rows, w.in_features, w.padded_in, x_bf16.data());
-    const uint16_t* xb = x_bf16.data();
+    // Grows to the largest batch seen and is then reused; the model runner reserves it for its
+    // largest decode batch at start-up, so decode steps do not allocate.
+    uint16_t* xb = gemm_bf16_x_buffer(size_t(num_rows * w.padded_in));
+    round_rows_to_bf16(x, num_rows, w.in_features, w.padded_in, xb);
     const auto* data = static_cast<const uint16_t*>(w.data);
     const int64_t num_pairs = w.padded_in / 2;
     parallel_for(w.num_tiles, [&](int64_t begin, int64_t end) {

@@ -47,11 +47,16 @@ inline int64_t packed_offset(const PackedLinear& w, int64_t n, int64_t k) {
 void linear_gemv_avx2(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y);
 void linear_gemv_avx512(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y);
 // BF16 weights only, needs AVX512_BF16: x is rounded to BF16 (as oneDNN does), F32 sums; for
-// the many-row batches of decode. Allocates only when num_rows grows past what it has seen.
+// the many-row batches of decode. Allocates only when num_rows grows past what it has seen, or
+// past what reserve_linear_workspace() prepared on the calling thread.
 void linear_gemm_bf16_avx512(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias,
                              float* y);
 // The same with AMX-BF16 tiles (x rounded to BF16, F32 sums); needs kernel_isa() == amx.
 void linear_gemm_bf16_amx(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias,
                           float* y);
+
+// The calling thread's buffer for activations rounded to BF16 by the GEMM, grown to `count`
+// elements if smaller (generic code, so growing it never runs AVX-512 instructions).
+uint16_t* gemm_bf16_x_buffer(size_t count);
 
 }  // namespace lmrun::kernels

@@ -17,6 +17,7 @@
 // y[r][n] = float(Σ_k q_x[r][k] · q[n][k]) · (row scale · scale[n]) + bias[n].
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/linear_gemv.h"
@@ -27,6 +28,15 @@ inline constexpr int64_t kInt8InPadding = 64;
 inline constexpr int64_t kInt8QuadBytes = kTileOutputs * 4;  // one k-quad of a tile
 
 // (packed_offset() in linear_gemv.h gives the byte of W[n][k].)
+
+// Per-thread scratch of the int8 kernels, grown to `count` elements and kept: the quantized rows
+// of x (AMX pads them to kInt8AmxRowPadding rows), their scales, and a tile's int32 sums (on each
+// worker thread). One base-ISA unit owns them (linear.cpp), so reserve_linear_workspace() can grow
+// them from the shapes before any decode step runs.
+inline constexpr int64_t kInt8AmxRowPadding = 32;
+uint8_t* int8_x_buffer(size_t count);
+float* int8_x_scale_buffer(size_t count);
+int32_t* int8_sum_buffer(size_t count);
 
 // Symmetric int8 of one row: q = round(v · 127 / amax); returns the scale amax / 127 (0 for an
 // all-zero row). Used for weights at pack time and (scalar twin) for activations.

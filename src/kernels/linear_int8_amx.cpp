@@ -101,12 +101,11 @@ void gemm_tiles(const uint8_t* xq, const float* x_scales, int64_t row_begin, int
 }  // namespace
 
 void linear_int8_amx(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y) {
-    thread_local std::vector<uint8_t> x_quantized;
-    thread_local std::vector<float> x_scales;
     // Rows padded to 32: the pad rows' sums never reach y.
-    const int64_t padded_rows = (num_rows + 2 * kAmxRows - 1) / (2 * kAmxRows) * (2 * kAmxRows);
-    uint8_t* xq = grow_thread_buffer(x_quantized, size_t(padded_rows * w.padded_in));
-    float* scales = grow_thread_buffer(x_scales, size_t(num_rows));
+    static_assert(kInt8AmxRowPadding == 2 * kAmxRows);
+    const int64_t padded_rows = (num_rows + kInt8AmxRowPadding - 1) / kInt8AmxRowPadding * kInt8AmxRowPadding;
+    uint8_t* xq = int8_x_buffer(size_t(padded_rows * w.padded_in));
+    float* scales = int8_x_scale_buffer(size_t(num_rows));
     if (num_rows * w.in_features >= (int64_t(1) << 16)) {
         parallel_for(num_rows, [&](int64_t begin, int64_t end) {
             quantize_rows_int8(x + begin * w.in_features, end - begin, w.in_features, w.padded_in, true,

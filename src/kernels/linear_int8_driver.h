@@ -24,13 +24,6 @@ inline int64_t int8_min(int64_t a, int64_t b) {
 
 inline constexpr int64_t kInt8ChunkQuads = 64;  // 16 KiB of one tile's weights
 
-// Per-thread buffers, grown to the largest call and then reused (no allocation in steady state).
-template <typename T>
-T* grow_thread_buffer(std::vector<T>& buffer, size_t count) {
-    if (buffer.size() < count) buffer.resize(count);
-    return buffer.data();
-}
-
 // Sums of a tile → y: removes the unsigned-x offset, applies both scales, adds the bias.
 template <bool kUnsignedX>
 void dequantize_tile(const int32_t* acc, int64_t num_rows, const float* x_scales, const PackedLinear& w,
@@ -73,14 +66,11 @@ void int8_tile(const uint8_t* xq, int64_t num_rows, const PackedLinear& w, int64
 
 template <typename Kernel>
 void int8_driver(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y) {
-    thread_local std::vector<uint8_t> x_quantized;
-    thread_local std::vector<float> x_scales;
-    uint8_t* xq = grow_thread_buffer(x_quantized, size_t(num_rows * w.padded_in));
-    float* scales = grow_thread_buffer(x_scales, size_t(num_rows));
+    uint8_t* xq = int8_x_buffer(size_t(num_rows * w.padded_in));
+    float* scales = int8_x_scale_buffer(size_t(num_rows));
     quantize_rows_int8(x, num_rows, w.in_features, w.padded_in, Kernel::kUnsignedX, xq, scales);
     parallel_for(w.num_tiles, [&](int64_t begin, int64_t end) {
-        thread_local std::vector<int32_t> sums;
-        int32_t* acc = grow_thread_buffer(sums, size_t(num_rows * kTileOutputs));
+        int32_t* acc = int8_sum_buffer(size_t(num_rows * kTileOutputs));
         for (int64_t t = begin; t < end; ++t) {
             int8_tile<Kernel>(xq, num_rows, w, t, acc);
             dequantize_tile<Kernel::kUnsignedX>(acc, num_rows, scales, w, t, bias, y);

@@ -5,6 +5,8 @@
 #include "core/memory_info.h"
 #include "core/op_profiler.h"
 #include "core/parallel.h"
+#include "kernels/attention.h"
+#include "kernels/linear.h"
 #include "kernels/rope.h"
 #include "model/config_limits.h"
 #include "model/weight_scale.h"
@@ -182,15 +184,14 @@ Status CausalLM::load_layer(const Checkpoint& checkpoint, int64_t index, Decoder
     return ok_status();
 }
 
+// The head is packed first, while the embedding table is still staged, so the table (311 MB
+// on the Qwen3-0.6B shape) is freed before the layers load; each part's file pages are released
+// once copied. Peak memory while loading is then the packed weights plus one staged tensor.
 Status CausalLM::load_weights(const Checkpoint& checkpoint) {
     const TensorInfo* src = nullptr;
     LMRUN_ASSIGN_OR_RETURN(src, checkpoint.get("model.embed_tokens.weight"));
     LMRUN_RETURN_IF_ERROR(embed_tokens_.load_weight(*src));
-    for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
-        LMRUN_RETURN_IF_ERROR(load_layer(checkpoint, i, layers_[i]));
-    }
-    LMRUN_ASSIGN_OR_RETURN(src, checkpoint.get("model.norm.weight"));
-    LMRUN_RETURN_IF_ERROR(norm_.load_weight(*src));
+    checkpoint.release_tensors("model.embed_tokens.");
     // Tied models use the embedding table even when the file also stores lm_head.weight.
     if (config_.tie_word_embeddings) {
         lm_head_.tie_to(embed_tokens_);
@@ -198,16 +199,25 @@ Status CausalLM::load_weights(const Checkpoint& checkpoint) {
         // Rounding to the storage dtype (or int8 rows) is the same either way, so the lookup
         // reads the head.
         embed_tokens_.share_with(lm_head_.packed());
-        return ok_status();
+    } else {
+        LMRUN_ASSIGN_OR_RETURN(src, checkpoint.get("lm_head.weight"));
+        LMRUN_RETURN_IF_ERROR(lm_head_.load_weight(*src));
+        if (config_.quantization && config_.quantization->quantizes("lm_head")) {
+            LMRUN_ASSIGN_OR_RETURN(WeightScale scale, read_weight_scale(checkpoint, "lm_head", *src));
+            LMRUN_RETURN_IF_ERROR(lm_head_.load_weight_scale(scale.info));
+        }
+        lm_head_.finalize();
+        checkpoint.release_tensors("lm_head.");
+        if (quantization_.int8_at_load && quantization_.quantize_embeddings) embed_tokens_.quantize_int8();
     }
-    LMRUN_ASSIGN_OR_RETURN(src, checkpoint.get("lm_head.weight"));
-    LMRUN_RETURN_IF_ERROR(lm_head_.load_weight(*src));
-    if (config_.quantization && config_.quantization->quantizes("lm_head")) {
-        LMRUN_ASSIGN_OR_RETURN(WeightScale scale, read_weight_scale(checkpoint, "lm_head", *src));
-        LMRUN_RETURN_IF_ERROR(lm_head_.load_weight_scale(scale.info));
+    for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
+        LMRUN_RETURN_IF_ERROR(load_layer(checkpoint, i, layers_[i]));
+        // Packed now: the file's pages of this layer need not stay in our resident set.
+        checkpoint.release_tensors("model.layers." + std::to_string(i) + ".");
     }
-    lm_head_.finalize();
-    if (quantization_.int8_at_load && quantization_.quantize_embeddings) embed_tokens_.quantize_int8();
+    LMRUN_ASSIGN_OR_RETURN(src, checkpoint.get("model.norm.weight"));
+    LMRUN_RETURN_IF_ERROR(norm_.load_weight(*src));
+    checkpoint.release_tensors("");  // the rest (final norm) is held in our own memory too
     return ok_status();
 }
 
@@ -241,6 +251,18 @@ void CausalLM::compute_logits(std::span<const int32_t> rows, ActivationBuffers& 
     }
     norm_.forward_add(selected_hidden, selected_residual, num_rows);
     lm_head_.forward(selected_hidden, num_rows, buffers.logits.data<float>(), path);
+}
+
+void CausalLM::reserve_workspace(int64_t max_decode_rows, int64_t max_num_seqs) const {
+    for (const DecoderLayer& layer : layers_) {
+        kernels::reserve_linear_workspace(layer.self_attn.qkv_proj.packed(), max_decode_rows);
+        kernels::reserve_linear_workspace(layer.self_attn.o_proj.packed(), max_decode_rows);
+        kernels::reserve_linear_workspace(layer.mlp.gate_up_proj.packed(), max_decode_rows);
+        kernels::reserve_linear_workspace(layer.mlp.down_proj.packed(), max_decode_rows);
+    }
+    kernels::reserve_linear_workspace(lm_head_.packed(), max_decode_rows);
+    kernels::reserve_attention_workspace(config_.head_dim, num_heads_local(), num_kv_heads_local(),
+                                         max_num_seqs);
 }
 
 size_t CausalLM::weight_nbytes() const {

@@ -38,6 +38,11 @@ class CausalLM {
     void compute_logits(std::span<const int32_t> rows, ActivationBuffers& buffers,
                         LinearPath path = LinearPath::Fastest) const;
 
+    // Grows the kernels' scratch on the calling thread (and its thread team) so that steps of up
+    // to max_num_seqs sequences, with up to max_decode_rows rows on the allocation-free path,
+    // allocate nothing there: sized from the shapes, without running a forward.
+    void reserve_workspace(int64_t max_decode_rows, int64_t max_num_seqs) const;
+
     const ModelConfig& config() const { return config_; }
     DType weight_dtype() const { return weight_dtype_; }
     // Whether any layer holds int8 weights.

@@ -104,6 +104,15 @@ const TensorInfo* Checkpoint::find(std::string_view name) const {
     return it == by_name_.end() ? nullptr : it->second;
 }
 
+void Checkpoint::release_tensors(std::string_view prefix) const {
+    for (const auto& [name, tensor] : by_name_) {
+        if (name.compare(0, prefix.size(), prefix) != 0) continue;
+        for (const SafetensorsFile& file : files_) {
+            if (file.release(*tensor)) break;
+        }
+    }
+}
+
 Result<const TensorInfo*> Checkpoint::get(std::string_view name) const {
     const TensorInfo* tensor = find(name);
     if (tensor == nullptr)

@@ -34,6 +34,9 @@ class Checkpoint {
     std::vector<std::string> tensor_names() const;
     size_t total_nbytes() const;
     size_t num_files() const { return files_.size(); }
+    // Drops the pages of every tensor whose name starts with `prefix` from this process's
+    // resident set once they have been copied out (they stay readable: MmapFile::release).
+    void release_tensors(std::string_view prefix) const;
 
   private:
     Checkpoint() = default;

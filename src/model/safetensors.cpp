@@ -149,6 +149,13 @@ const TensorInfo* SafetensorsFile::find(std::string_view name) const {
     return it == index_by_name_.end() ? nullptr : &tensors_[it->second];
 }
 
+bool SafetensorsFile::release(const TensorInfo& tensor) const {
+    const auto* begin = static_cast<const unsigned char*>(tensor.data);
+    if (begin < file_->data() || begin + tensor.nbytes > file_->data() + file_->size_bytes()) return false;
+    file_->release(tensor.data, tensor.nbytes);
+    return true;
+}
+
 Status SafetensorsFile::parse_header() {
     const std::string& file_path = file_->path();
     size_t file_bytes = file_->size_bytes();

@@ -44,6 +44,8 @@ class SafetensorsFile {
     const std::vector<TensorInfo>& tensors() const { return tensors_; }
     const TensorInfo* find(std::string_view name) const;
     const std::map<std::string, std::string>& metadata() const { return metadata_; }
+    // Drops the tensor's pages from the resident set (MmapFile::release); false if not ours.
+    bool release(const TensorInfo& tensor) const;
 
   private:
     SafetensorsFile() = default;
