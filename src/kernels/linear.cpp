@@ -255,7 +255,10 @@ int32_t* int8_sum_buffer(size_t count) {
 
 void reserve_linear_workspace(const LinearWeight& weight, int64_t max_rows) {
     const PackedLinear& w = weight.packed();
-    if (bf16_gemm_applies(w, max_rows)) gemm_bf16_x_buffer(size_t(max_rows * w.padded_in));
+    // The AMX BF16 GEMM pads its rows to 32 (linear_gemm_amx.cpp).
+    if (bf16_gemm_applies(w, max_rows))
+        gemm_bf16_x_buffer(size_t((max_rows + kInt8AmxRowPadding - 1) / kInt8AmxRowPadding *
+                                  kInt8AmxRowPadding * w.padded_in));
     if (w.dtype == DType::I8 && max_rows > 0) {
         const int64_t padded_rows =
             (max_rows + kInt8AmxRowPadding - 1) / kInt8AmxRowPadding * kInt8AmxRowPadding;

@@ -172,13 +172,10 @@ void release_amx_tiles() {
 
 void linear_gemm_bf16_amx(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias,
                           float* y) {
-    // Grows to the largest batch seen and is then reused (decode plans warm every bucket up).
+    // The GEMMs' shared per-thread buffer, which reserve_linear_workspace() grows from the shapes.
     // Rows are padded to 32: the pad rows' values never reach y.
-    thread_local std::vector<uint16_t> x_bf16;
     const int64_t padded_rows = (num_rows + 2 * kAmxRows - 1) / (2 * kAmxRows) * (2 * kAmxRows);
-    const size_t needed = size_t(padded_rows * w.padded_in);
-    if (x_bf16.size() < needed) x_bf16.resize(needed);
-    uint16_t* xb = x_bf16.data();
+    uint16_t* xb = gemm_bf16_x_buffer(size_t(padded_rows * w.padded_in));
     // Rows per pass over the weights: x of a pass stays in L2 while each weight tile passes by.
     const int64_t panel_rows = [&] {
         int64_t rows = kPanelBytes / (w.padded_in * 2) / (2 * kAmxRows) * (2 * kAmxRows);
