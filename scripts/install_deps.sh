@@ -29,6 +29,8 @@ DEMO_PACKAGES=(
     libxxhash-dev          # prefix-cache block hashes
     libpcre2-dev           # tokenizer pre-tokenizer regex
     libicu-dev             # NFC normalization
+    libopenmpi-dev openmpi-bin  # tensor parallelism across machines: the mpi backend (mpirun)
+    libnuma-dev            # tensor parallelism: each rank's memory on its own NUMA node
     pybind11-dev python3-dev   # the Python package's native module (python/, CMake target lmrun_python)
     python3-venv python3-setuptools python3-wheel  # `pip install --no-build-isolation --no-index .` in a venv
 )

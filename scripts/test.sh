@@ -36,7 +36,8 @@ stage_lint() { bash scripts/run_clang_tidy.sh build; }
 stage_sanitize() {
     cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLMRUN_SANITIZE=ON \
         -DLMRUN_BUILD_TESTS=ON >/dev/null
-    cmake --build build-asan -j "$jobs" --target lmrun_sanitize_tests
+    # lmrun too: the process tests (serve options, worker ranks) spawn the binary of their own tree.
+    cmake --build build-asan -j "$jobs" --target lmrun_sanitize_tests lmrun
     # libgomp's thread pool is intentionally kept until exit; it is not our leak.
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     LSAN_OPTIONS=suppressions="$PWD/scripts/lsan.supp" \

@@ -1,5 +1,7 @@
 // A decode step replayed from its plan performs no heap allocation, at every
-// bucket size, for F32, BF16 and int8 weights and BF16, int8 and fp8 KV caches. (Compiled only where the
+// bucket size, for F32, BF16 and int8 weights and BF16, int8 and fp8 KV caches, in one process
+// and on rank 0 of a tensor-parallel group (its step broadcast, all-reduces and logits gather
+// included; the workers run the same code in their own processes). (Compiled only where the
 // allocation counter can interpose malloc, i.e. not in the sanitizer build.)
 #include "allocation_counter_util.h"
 
@@ -9,18 +11,14 @@
 
 #include <thread>
 
+#include "executor_test_util.h"
 #include "runner_test_util.h"
 #include "test_util.h"
 
 namespace lmrun::testing {
 namespace {
 
-// with_masks: every third row samples under a structured-output token mask (the
-// engine fills masks before the step; applying one must not allocate either).
-void expect_decode_steps_allocation_free(const std::string& model, DType dtype,
-                                         const WeightQuantization& quantization = {},
-                                         const std::string& kv_cache_dtype = "auto",
-                                         bool with_masks = false) {
+ModelRunnerConfig decode_config(const std::string& kv_cache_dtype = "auto") {
     ModelRunnerConfig config;
     config.kv_cache_dtype = kv_cache_dtype;
     config.max_num_seqs = 20;  // buckets 1, 2, 4, 8, 16, 20
@@ -28,7 +26,13 @@ void expect_decode_steps_allocation_free(const std::string& model, DType dtype,
     config.max_model_len = 256;
     config.block_size = 16;
     config.kv_cache_memory_bytes = 256ll << 20;
-    auto runner = make_runner(testdata_path(model), dtype, config, quantization);
+    return config;
+}
+
+// with_masks: every third row samples under a structured-output token mask (the
+// engine fills masks before the step; applying one must not allocate either).
+void expect_decode_steps_allocation_free(ModelRunner* runner, const std::string& model,
+                                         bool with_masks = false) {
     const int64_t vocab = runner->model().config().vocab_size;
     std::vector<uint32_t> mask(size_t((vocab + 31) / 32), 0);
     for (int64_t id = 0; id < vocab; id += 7) mask[size_t(id / 32)] |= 1u << (id % 32);
@@ -65,20 +69,33 @@ void expect_decode_steps_allocation_free(const std::string& model, DType dtype,
 }
 
 TEST(AllocationFree, DecodeStepF32) {
-    expect_decode_steps_allocation_free("stories260k", DType::F32);
+    expect_decode_steps_allocation_free(
+        make_runner(testdata_path("stories260k"), DType::F32, decode_config()).get(), "stories260k");
 }
 TEST(AllocationFree, DecodeStepBf16) {
-    expect_decode_steps_allocation_free("qwen3-tiny", DType::BF16);
+    expect_decode_steps_allocation_free(
+        make_runner(testdata_path("qwen3-tiny"), DType::BF16, decode_config()).get(), "qwen3-tiny");
+}
+TEST(AllocationFree, DecodeStepTensorParallelRankZero) {
+    auto executor =
+        make_executor("qwen3-tiny", DType::BF16, decode_config(), Launch{parallel::ExecutorBackend::Mp, 2});
+    expect_decode_steps_allocation_free(&executor->runner(), "qwen3-tiny -tp 2");
+    EXPECT_FALSE(executor->runner().group().failed());
 }
 TEST(AllocationFree, DecodeStepInt8WeightsInt8Kv) {
     WeightQuantization int8;
     int8.int8_at_load = true;
-    expect_decode_steps_allocation_free("qwen3-tiny", DType::BF16, int8, "int8");
-    expect_decode_steps_allocation_free("stories260k", DType::F32, int8, "fp8_e4m3");
+    expect_decode_steps_allocation_free(
+        make_runner(testdata_path("qwen3-tiny"), DType::BF16, decode_config("int8"), int8).get(), "qwen3-tiny");
+    expect_decode_steps_allocation_free(
+        make_runner(testdata_path("stories260k"), DType::F32, decode_config("fp8_e4m3"), int8).get(),
+        "stories260k");
 }
 
 TEST(AllocationFree, DecodeStepWithTokenMasks) {
-    expect_decode_steps_allocation_free("qwen3-tiny", DType::BF16, {}, "auto", /*with_masks=*/true);
+    expect_decode_steps_allocation_free(
+        make_runner(testdata_path("qwen3-tiny"), DType::BF16, decode_config()).get(), "qwen3-tiny",
+        /*with_masks=*/true);
 }
 
 // Start-up reserves the kernels' scratch from the shapes instead of running full-size forwards:
@@ -86,14 +103,17 @@ TEST(AllocationFree, DecodeStepWithTokenMasks) {
 // for split-K attention, must find it reserved. The steps run on a fresh thread (fresh
 // thread-local scratch, a fresh OpenMP team), not the one that built the runner, as a server's
 // engine thread would; the prompts are a single token, so no prefill grows the decode scratch.
-void expect_first_decodes_allocation_free(DType dtype, const std::string& model) {
+ModelRunnerConfig first_decodes_config() {
     ModelRunnerConfig config;
     config.max_num_seqs = 20;
     config.max_num_batched_tokens = 1024;
     config.max_model_len = 1024;
     config.block_size = 16;
     config.kv_cache_memory_bytes = 64ll << 20;
-    auto runner = make_runner(testdata_path(model), dtype, config);
+    return config;
+}
+
+void expect_first_decodes_allocation_free(ModelRunner* runner, const std::string& model) {
     std::thread([&] {
         const int64_t vocab = runner->model().config().vocab_size;
         int64_t next_block = runner->num_kv_blocks() - 1;
@@ -128,10 +148,19 @@ void expect_first_decodes_allocation_free(DType dtype, const std::string& model)
 }
 
 TEST(AllocationFree, FirstDecodesAfterStartUpBf16) {
-    expect_first_decodes_allocation_free(DType::BF16, "qwen3-tiny");
+    expect_first_decodes_allocation_free(
+        make_runner(testdata_path("qwen3-tiny"), DType::BF16, first_decodes_config()).get(), "qwen3-tiny");
 }
 TEST(AllocationFree, FirstDecodesAfterStartUpF32) {
-    expect_first_decodes_allocation_free(DType::F32, "qwen3-tiny");
+    expect_first_decodes_allocation_free(
+        make_runner(testdata_path("qwen3-tiny"), DType::F32, first_decodes_config()).get(), "qwen3-tiny");
+}
+// Rank 0 of -tp 2: its shard's scratch reserved from the shapes, its collectives included.
+TEST(AllocationFree, FirstDecodesAfterStartUpTensorParallelRankZero) {
+    auto executor = make_executor("qwen3-tiny", DType::BF16, first_decodes_config(),
+                                  Launch{parallel::ExecutorBackend::Mp, 2});
+    expect_first_decodes_allocation_free(&executor->runner(), "qwen3-tiny -tp 2");
+    EXPECT_FALSE(executor->runner().group().failed());
 }
 
 TEST(AllocationFree, CounterSeesAllocations) {

@@ -14,67 +14,6 @@
 namespace lmrun::testing {
 namespace {
 
-struct GoldenCase {
-    std::string name;
-    std::vector<int32_t> prompt_ids;
-    std::vector<int32_t> output_ids;
-    std::vector<int64_t> low_margin_steps;
-};
-
-std::vector<GoldenCase> load_cases(const std::string& model) {
-    nlohmann::json expected = read_json_file(testdata_path(model + "/expected.json"));
-    std::vector<GoldenCase> cases;
-    for (const auto& item : expected["cases"]) {
-        GoldenCase golden;
-        golden.name = item["name"];
-        golden.prompt_ids = item["prompt_ids"].get<std::vector<int32_t>>();
-        golden.output_ids = item["output_ids"].get<std::vector<int32_t>>();
-        for (const auto& step : item["low_margin_steps"])
-            golden.low_margin_steps.push_back(step[0].get<int64_t>());
-        cases.push_back(golden);
-    }
-    return cases;
-}
-
-// stories260k follows llama2.c: generation stops when the model emits BOS (1).
-std::vector<GreedyRequest> stories_requests(const std::vector<GoldenCase>& cases) {
-    std::vector<GreedyRequest> requests;
-    for (const GoldenCase& golden : cases) {
-        requests.push_back({golden.prompt_ids, int64_t(golden.output_ids.size()) + 1, {1}});
-    }
-    // Each case stops either on BOS or at exactly its golden length.
-    for (size_t i = 0; i < cases.size(); ++i)
-        requests[i].max_new_tokens = int64_t(cases[i].output_ids.size());
-    requests[1].max_new_tokens += 1;  // bos_only_full: one more step, which must be the BOS stop
-    return requests;
-}
-
-// Qwen goldens: exactly max_new_tokens tokens, no stop token.
-std::vector<GreedyRequest> qwen_requests(const std::vector<GoldenCase>& cases) {
-    std::vector<GreedyRequest> requests;
-    for (const GoldenCase& golden : cases)
-        requests.push_back({golden.prompt_ids, int64_t(golden.output_ids.size()), {}});
-    return requests;
-}
-
-ModelRunnerConfig small_config(int64_t block_size) {
-    ModelRunnerConfig config;
-    config.max_num_seqs = 8;
-    config.max_num_batched_tokens = 512;
-    config.max_model_len = 512;
-    config.block_size = block_size;
-    config.kv_cache_memory_bytes = 64ll << 20;
-    return config;
-}
-
-void expect_all_golden(const std::vector<GoldenCase>& cases,
-                       const std::vector<std::vector<int32_t>>& outputs) {
-    ASSERT_EQ(outputs.size(), cases.size());
-    for (size_t i = 0; i < cases.size(); ++i) {
-        EXPECT_EQ(outputs[i], cases[i].output_ids) << "case " << cases[i].name;
-    }
-}
-
 class Stories260k : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(Stories260k, GreedyGoldensOneByOneAndBatched) {
@@ -216,13 +155,6 @@ void check_reference_logits(const std::string& model, const std::string& name, b
 TEST(Stories260kLogits, MatchNumpyReferencePrefillAndDecode) {
     check_reference_logits("stories260k", "bos_only_200", true, 1e-4f);
     check_reference_logits("stories260k", "prompt2", true, 1e-4f);
-}
-
-// All 7 prompts (621 tokens) are prefilled in one step.
-ModelRunnerConfig batch_config(int64_t block_size) {
-    ModelRunnerConfig config = small_config(block_size);
-    config.max_num_batched_tokens = 1024;
-    return config;
 }
 
 TEST(Qwen3Tiny, GreedyGoldensBatched) {

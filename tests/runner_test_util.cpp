@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <gtest/gtest.h>
+
 #include "model/config.h"
+#include "test_util.h"
 
 namespace lmrun::testing {
 
@@ -102,6 +105,64 @@ std::vector<std::vector<int32_t>> run_greedy(ModelRunner& runner, const std::vec
                              seqs[i].token_ids.end());
     }
     return outputs;
+}
+
+std::vector<GoldenCase> load_cases(const std::string& model) {
+    nlohmann::json expected = read_json_file(testdata_path(model + "/expected.json"));
+    std::vector<GoldenCase> cases;
+    for (const auto& item : expected["cases"]) {
+        GoldenCase golden;
+        golden.name = item["name"];
+        golden.prompt_ids = item["prompt_ids"].get<std::vector<int32_t>>();
+        golden.output_ids = item["output_ids"].get<std::vector<int32_t>>();
+        for (const auto& step : item["low_margin_steps"])
+            golden.low_margin_steps.push_back(step[0].get<int64_t>());
+        cases.push_back(golden);
+    }
+    return cases;
+}
+
+std::vector<GreedyRequest> stories_requests(const std::vector<GoldenCase>& cases) {
+    std::vector<GreedyRequest> requests;
+    for (const GoldenCase& golden : cases) {
+        requests.push_back({golden.prompt_ids, int64_t(golden.output_ids.size()) + 1, {1}});
+    }
+    // Each case stops either on BOS or at exactly its golden length.
+    for (size_t i = 0; i < cases.size(); ++i)
+        requests[i].max_new_tokens = int64_t(cases[i].output_ids.size());
+    requests[1].max_new_tokens += 1;  // bos_only_full: one more step, which must be the BOS stop
+    return requests;
+}
+
+std::vector<GreedyRequest> qwen_requests(const std::vector<GoldenCase>& cases) {
+    std::vector<GreedyRequest> requests;
+    for (const GoldenCase& golden : cases)
+        requests.push_back({golden.prompt_ids, int64_t(golden.output_ids.size()), {}});
+    return requests;
+}
+
+ModelRunnerConfig small_config(int64_t block_size) {
+    ModelRunnerConfig config;
+    config.max_num_seqs = 8;
+    config.max_num_batched_tokens = 512;
+    config.max_model_len = 512;
+    config.block_size = block_size;
+    config.kv_cache_memory_bytes = 64ll << 20;
+    return config;
+}
+
+void expect_all_golden(const std::vector<GoldenCase>& cases,
+                       const std::vector<std::vector<int32_t>>& outputs) {
+    ASSERT_EQ(outputs.size(), cases.size());
+    for (size_t i = 0; i < cases.size(); ++i) {
+        EXPECT_EQ(outputs[i], cases[i].output_ids) << "case " << cases[i].name;
+    }
+}
+
+ModelRunnerConfig batch_config(int64_t block_size) {
+    ModelRunnerConfig config = small_config(block_size);
+    config.max_num_batched_tokens = 1024;
+    return config;
 }
 
 }  // namespace lmrun::testing

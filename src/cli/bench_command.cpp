@@ -17,6 +17,7 @@
 #include "cli/bench_plot.h"
 #include "cli/bench_startup.h"
 #include "cli/bench_structured.h"
+#include "cli/bench_tensor_parallel.h"
 #include "cli/bench_workloads.h"
 #include "cli/cli_options.h"
 #include "cli/commands.h"
@@ -29,6 +30,7 @@
 #include "engine/model_runner.h"
 #include "model/quantization_config.h"
 #include "model/random_checkpoint.h"
+#include "parallel/executor.h"
 
 namespace lmrun::cli {
 namespace {
@@ -58,6 +60,9 @@ struct BenchArgs {
     std::vector<int64_t> offline_output_range{100, 512};
     int64_t offline_max_num_seqs = 64;
     double kv_cache_memory_gib = 2;
+    int tensor_parallel_size = 1;
+    std::string distributed_executor_backend;
+    bool compare_tensor_parallel = false;
     bool structured = false;  // only the structured-output benchmark (bench_structured.h)
     std::string tokenizer;    // its tokenizer (random checkpoints have none)
     int64_t structured_batch = 8;
@@ -280,6 +285,8 @@ EngineConfig engine_config_for(const BenchArgs& args, const std::string& model_d
     config.unquantized_embeddings = args.unquantized_embeddings;
     config.runner.kv_cache_dtype = args.kv_cache_dtype;
     config.num_threads = capped_threads(args.threads);
+    config.tensor_parallel_size = args.tensor_parallel_size;
+    config.distributed_executor_backend = args.distributed_executor_backend;
     config.runner.max_num_batched_tokens = 2048;
     config.runner.kv_cache_memory_bytes = int64_t(args.kv_cache_memory_gib * double(1ll << 30));
     return config;
@@ -409,6 +416,24 @@ int run_bench(const BenchArgs& args) {
     if (args.structured) return run_structured(args, model_dir.value(), dtype);
 
     BenchContext bench{args, {}, model_cost(config.value(), dtype, kv_dtype.value()), {}};
+    if (args.compare_tensor_parallel) {
+        TensorParallelComparison comparison;
+        comparison.model_dir = model_dir.value();
+        comparison.dtype = dtype;
+        comparison.runner = runner_config_for(args, config.value(), bench.cost);
+        comparison.tensor_parallel_size = std::max(2, args.tensor_parallel_size);
+        comparison.backend =
+            args.distributed_executor_backend.empty() ? "mp" : args.distributed_executor_backend;
+        comparison.prompt_lens = args.prompt_lens;
+        comparison.decode_batches = args.decode_batches;
+        comparison.decode_context = args.decode_context;
+        comparison.decode_steps = args.decode_steps;
+        comparison.runs = args.repeats;
+        auto result = compare_tensor_parallel(comparison);
+        if (!result.ok()) return log_error("{}", result.error().message), 1;
+        if (!args.json_path.empty()) std::ofstream(args.json_path) << result.value().dump(2) << "\n";
+        return 0;
+    }
     nlohmann::json json = {{"model", model_dir.value()},
                            {"dtype", dtype_name(dtype)},
                            {"weight_quantization", args.quantization.empty() ? "none" : args.quantization},
@@ -431,10 +456,23 @@ int run_bench(const BenchArgs& args) {
         !status.ok()) {
         return fail(status.error());
     }
-    auto model = CausalLM::load(model_dir.value(), config.value(), dtype, {}, quantization.value());
-    if (!model.ok()) return fail(model.error());
-    bench.cost.weight_bytes = double(model.value()->forward_weight_nbytes());  // what is really read
-    const DType gemm_storage = model.value()->has_int8_weights() ? DType::I8 : DType::BF16;
+    parallel::ExecutorConfig executor_config;
+    executor_config.model_dir = model_dir.value();
+    executor_config.dtype = dtype;
+    executor_config.quantization = quantization.value();
+    executor_config.runner = runner_config_for(args, config.value(), bench.cost);
+    executor_config.tensor_parallel_size = args.tensor_parallel_size;
+    executor_config.threads_per_rank = capped_threads(args.threads);
+    auto backend =
+        parallel::resolve_executor_backend(args.distributed_executor_backend, args.tensor_parallel_size);
+    if (!backend.ok()) return fail(backend.error());
+    executor_config.backend = backend.value();
+    auto executor = parallel::Executor::create(executor_config);
+    if (!executor.ok()) return fail(executor.error());
+    ModelRunner& runner = executor.value()->runner();
+    // What rank 0 really reads per forward (its shard under -tp; int8 where quantized).
+    bench.cost.weight_bytes = double(runner.model().forward_weight_nbytes());
+    const DType gemm_storage = runner.model().has_int8_weights() ? DType::I8 : DType::BF16;
     log_info("measuring this machine's limits ({} threads, {} kernels)", num_threads(),
              isa_name(kernel_isa()));
     bench.limits = measure_machine_limits(gemm_storage);
@@ -455,12 +493,9 @@ int run_bench(const BenchArgs& args) {
                       {"onednn_flops_per_s", bench.limits.onednn_flops_per_s}};
     json["weight_bytes_per_forward"] = bench.cost.weight_bytes;
     json["kv_bytes_per_token"] = bench.cost.kv_bytes_per_token;
-    auto runner =
-        ModelRunner::create(std::move(model).value(), runner_config_for(args, config.value(), bench.cost));
-    if (!runner.ok()) return fail(runner.error());
-    run_prefill_sweep(bench, *runner.value());
-    std::vector<PlotPoint> points = run_decode_sweep(bench, *runner.value());
-    run_context_sweep(bench, *runner.value());
+    run_prefill_sweep(bench, runner);
+    std::vector<PlotPoint> points = run_decode_sweep(bench, runner);
+    run_context_sweep(bench, runner);
     if (args.profile) print_profile(bench.report.rows());
     json["workloads"] = bench.report.to_json();
     if (!args.json_path.empty()) std::ofstream(args.json_path) << json.dump(2) << "\n";
@@ -529,8 +564,21 @@ CommandRunner add_bench_command(CLI::App& app) {
         ->capture_default_str();
     command
         ->add_option("--threads", args->threads,
-                     "Compute threads (default: one per core; at most one per CPU)")
+                     "Compute threads per rank (default: the cores / ranks; at most one per CPU)")
         ->check(integer_range(0, INT32_MAX));
+    command
+        ->add_option("--tensor-parallel-size", args->tensor_parallel_size,
+                     "Ranks the model is split over (-tp)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1024));
+    command
+        ->add_option("--distributed-executor-backend", args->distributed_executor_backend,
+                     "uni, mp or mpi (default: mp for -tp > 1)")
+        ->check(CLI::IsMember({"uni", "mp", "mpi"}));
+    command->add_flag(
+        "--compare-tensor-parallel", args->compare_tensor_parallel,
+        "Only compare prefill and decode on -tp N ranks (cores / N threads each) with one process "
+        "(all cores), in alternating runs (--repeats of each)");
     command->add_option("--json", args->json_path, "Write the results as JSON");
     command->add_option("--plot", args->plot_path, "Write decode throughput vs batch size as SVG");
     command->add_flag("--profile", args->profile, "Print where each workload's step time goes, per op");

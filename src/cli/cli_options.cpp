@@ -130,8 +130,18 @@ void EngineOptions::add_to(CLI::App& app) {
         ->capture_default_str();
     app.add_flag("--no-prefix-caching", no_prefix_caching, "Disable prefix caching");
     app.add_flag("--no-chunked-prefill", no_chunked_prefill, "Disable chunked prefill");
-    app.add_option("--threads", threads, "Compute threads (default: one per core; at most one per CPU)")
+    app.add_option(
+           "--threads", threads,
+           "Compute threads per rank (default: the cores / tensor-parallel size; at most one per CPU)")
         ->check(integer_range(0, INT32_MAX));
+    app.add_option("--tensor-parallel-size", tensor_parallel_size,
+                   "Ranks the model is split over (each holds 1/N of the weights and KV cache)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1024));
+    app.add_option("--distributed-executor-backend", distributed_executor_backend,
+                   "How ranks run: uni (one process), mp (worker processes on this machine; the default for "
+                   "-tp > 1), mpi (ranks started by mpirun/srun)")
+        ->check(CLI::IsMember({"uni", "mp", "mpi"}));
     app.add_option("--engine-seed", seed, "Seed for requests without their own seed")
         ->check(unsigned_integer());
 }
@@ -154,6 +164,8 @@ EngineConfig EngineOptions::to_config() const {
     config.enable_chunked_prefill = !no_chunked_prefill;
     config.num_threads = capped_threads(threads);
     config.seed = seed;
+    config.tensor_parallel_size = tensor_parallel_size;
+    config.distributed_executor_backend = distributed_executor_backend;
     return config;
 }
 
@@ -193,6 +205,17 @@ void SamplingOptions::add_to(CLI::App& app) {
     app.add_option("--regex", regex, "Constrain the output to match this regular expression");
     app.add_option("--choice", choices, "Constrain the output to one of these strings (repeatable)");
     app.add_option("--grammar", grammar_file, "Constrain the output to this EBNF (GBNF) grammar (a file)");
+}
+
+std::vector<std::string> expand_option_aliases(int argc, char** argv) {
+    std::vector<std::string> args(argv, argv + argc);
+    for (std::string& arg : args) {
+        if (arg == "-tp")
+            arg = "--tensor-parallel-size";
+        else if (arg.rfind("-tp=", 0) == 0)
+            arg = "--tensor-parallel-size=" + arg.substr(4);
+    }
+    return args;
 }
 
 namespace {

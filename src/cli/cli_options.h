@@ -32,6 +32,8 @@ struct EngineOptions {
     bool no_chunked_prefill = false;
     int threads = 0;
     uint64_t seed = 0;
+    int tensor_parallel_size = 1;
+    std::string distributed_executor_backend;
 
     void add_to(CLI::App& app);
     EngineConfig to_config() const;
@@ -51,6 +53,9 @@ struct SamplingOptions {
     // Applies the parsed text fields; errors name the option.
     Result<SamplingParams> to_params() const;
 };
+
+// vLLM's `-tp N` for --tensor-parallel-size N (CLI11 takes one-letter short options only).
+std::vector<std::string> expand_option_aliases(int argc, char** argv);
 
 Result<std::vector<int32_t>> parse_id_list(const std::string& text, const std::string& option_name);
 

@@ -18,6 +18,7 @@
 #include "cli/serve_data_parallel.h"
 #include "cli/server_limits.h"
 #include "core/logging.h"
+#include "parallel/placement.h"
 #include "server/http_server.h"
 
 namespace lmrun::cli {
@@ -70,12 +71,19 @@ Result<std::optional<ChatTemplate>> load_served_chat_template(const ServeArgs& a
 }
 
 // SIGINT/SIGTERM are blocked in every thread and taken here, where a shutdown may block.
-// `drained` tells whether every in-flight request finished before the deadline.
+// `drained` tells whether every in-flight request finished before the deadline. The same thread
+// notices an engine that turned fatal (a tensor-parallel rank died) and stops the server: the
+// requests in flight already ended with an error.
 void watch_signals(const sigset_t& signals, const std::atomic<bool>& serving, server::HttpServer& http,
-                   double timeout_seconds, bool& drained) {
+                   const server::AsyncEngine& engine, double timeout_seconds, bool& drained) {
     const timespec poll = {0, 200'000'000};  // 200 ms
     while (serving) {
         int signal = sigtimedwait(&signals, nullptr, &poll);
+        if (!engine.healthy()) {
+            log_error("the engine failed: shutting the server down");
+            http.shutdown(1.0);
+            return;
+        }
         if (signal < 0) continue;
         log_info("received {}: shutting down (in-flight requests have {} s to finish)",
                  signal == SIGINT ? "SIGINT" : "SIGTERM", timeout_seconds);
@@ -99,6 +107,10 @@ int run_serve(ServeArgs& args) {
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts, so all inherit it
     std::signal(SIGPIPE, SIG_IGN);                  // a client that hangs up is a failed write, not a crash
 
+    // Creating a tensor-parallel engine pins this thread to rank 0's CPUs; the engine thread
+    // (started below) inherits that, but the HTTP threads must not: on a 2-core machine they
+    // would share rank 0's one core with its compute, and /health would wait behind the steps.
+    const std::vector<int> front_end_cpus = parallel::current_cpus();
     auto engine = LLMEngine::create(args.engine.to_config());
     if (!engine.ok()) return log_error("{}", engine.error().message), exit_code_for(engine.error());
     auto chat_template = load_served_chat_template(args, engine.value()->tokenizer());
@@ -117,14 +129,15 @@ int run_serve(ServeArgs& args) {
     server::ServerMetrics metrics(info.served_name);
     server::AsyncEngineOptions engine_options{args.engine.max_num_seqs, args.max_queued_requests};
     server::AsyncEngine async_engine(std::move(engine).value(), engine_options, metrics);
+    async_engine.start();
+    parallel::pin_current_thread(front_end_cpus);
     server::HttpServer http(args.http, prompts, async_engine, metrics);
     auto port = http.bind();
     if (!port.ok()) return log_error("{}", port.error().message), kExitUsage;
-    async_engine.start();
     std::atomic<bool> serving{true};
     bool drained = true;
     std::thread signal_thread(
-        [&] { watch_signals(signals, serving, http, args.shutdown_timeout_seconds, drained); });
+        [&] { watch_signals(signals, serving, http, async_engine, args.shutdown_timeout_seconds, drained); });
     log_info("serving {} (max_model_len {}) on http://{}:{}", info.served_name, info.max_model_len,
              args.http.host, port.value());
     log_info("listening on http://{}:{}", args.http.host, port.value());
@@ -136,6 +149,7 @@ int run_serve(ServeArgs& args) {
     serving = false;
     signal_thread.join();
     async_engine.stop();
+    if (!async_engine.healthy()) return log_error("server stopped: the engine failed"), kExitRuntime;
     if (!served.ok()) return exit_code_for(served.error());
     if (!drained) {
         log_warn("server stopped: some requests were aborted at the --shutdown-timeout deadline");

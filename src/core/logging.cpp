@@ -31,6 +31,15 @@ void set_log_level(LogLevel level) {
     level_storage().store(level);
 }
 
+static std::string& log_tag() {
+    static std::string tag;
+    return tag;
+}
+
+void set_log_tag(const std::string& tag) {
+    log_tag() = "[" + tag + "] ";
+}
+
 void log_line(LogLevel level, const std::string& message) {
     static std::mutex mutex;
     const char* tag = level == LogLevel::Debug  ? "DEBUG"
@@ -39,7 +48,7 @@ void log_line(LogLevel level, const std::string& message) {
                                                 : "ERROR";
     std::lock_guard<std::mutex> lock(mutex);
     // Written by size: a message quoting request text may hold a NUL, and nothing after it may be lost.
-    std::fprintf(stderr, "lmrun %s ", tag);
+    std::fprintf(stderr, "lmrun %s %s", tag, log_tag().c_str());
     std::fwrite(message.data(), 1, message.size(), stderr);
     std::fputc('\n', stderr);
 }

@@ -12,6 +12,8 @@ enum class LogLevel { Debug, Info, Warn, Error };
 
 LogLevel log_level();
 void set_log_level(LogLevel level);
+// A tag after the level on every line of this process, e.g. "rank 1" for a tensor-parallel worker.
+void set_log_tag(const std::string& tag);
 void log_line(LogLevel level, const std::string& message);
 
 template <typename... Args>

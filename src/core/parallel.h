@@ -14,10 +14,13 @@ namespace lmrun {
 void configure_threads(int num_threads);
 int num_threads();
 
-// Splits [0, count) into contiguous chunks, one per thread; fn(begin, end).
+// Splits [0, count) into contiguous chunks, one per thread; fn(begin, end). With one thread
+// (e.g. a tensor-parallel rank per core) it calls fn directly: libgomp allocates a new team
+// for every one-thread parallel region, which a decode step must not do.
 template <typename Fn>
 void parallel_for(int64_t count, Fn&& fn) {
     if (count <= 0) return;
+    if (omp_get_max_threads() == 1) return fn(int64_t(0), count);
 #pragma omp parallel
     {
         int64_t threads = omp_get_num_threads();

@@ -33,7 +33,6 @@ uint64_t mix_seed(uint64_t seed, uint64_t salt) {
 LLMEngine::~LLMEngine() = default;
 
 Result<std::unique_ptr<LLMEngine>> LLMEngine::create(const EngineConfig& config) {
-    configure_threads(config.num_threads);
     std::unique_ptr<LLMEngine> engine(new LLMEngine());
     engine->config_ = config;
     LMRUN_ASSIGN_OR_RETURN(ModelConfig model_config, load_model_config(config.model_dir));
@@ -47,18 +46,23 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(const EngineConfig& config)
         return with_subject(make_error(ErrorKind::NotFound, "{}: no tokenizer.json", tokenizer_dir),
                             tokenizer_dir);
     }
-    Stopwatch load_timer;
-    LMRUN_ASSIGN_OR_RETURN(std::unique_ptr<CausalLM> model,
-                           CausalLM::load(config.model_dir, model_config, dtype, {}, quantization));
-    engine->load_seconds_ = load_timer.elapsed_seconds();
-    log_info("loaded {} ({} layers, {:.1f} MiB of {}{} weights) in {:.2f} s", model_config.architecture,
-             model_config.num_hidden_layers, double(model->weight_nbytes()) / (1 << 20), dtype_name(dtype),
-             model->has_int8_weights() ? " and int8" : "", engine->load_seconds_);
-    LMRUN_ASSIGN_OR_RETURN(engine->runner_, ModelRunner::create(std::move(model), config.runner));
+    parallel::ExecutorConfig executor_config;
+    executor_config.model_dir = config.model_dir;
+    executor_config.dtype = dtype;
+    executor_config.quantization = quantization;
+    executor_config.runner = config.runner;
+    executor_config.tensor_parallel_size = config.tensor_parallel_size;
+    executor_config.threads_per_rank = config.num_threads;
+    executor_config.worker_executable = config.worker_executable;
+    LMRUN_ASSIGN_OR_RETURN(
+        executor_config.backend,
+        parallel::resolve_executor_backend(config.distributed_executor_backend, config.tensor_parallel_size));
+    LMRUN_ASSIGN_OR_RETURN(engine->executor_, parallel::Executor::create(executor_config));
 
-    const ModelRunnerConfig& runner_config = engine->runner_->config();
+    const ModelRunner& runner = engine->executor_->runner();
+    const ModelRunnerConfig& runner_config = runner.config();
     engine->block_manager_ = std::make_unique<BlockManager>(
-        engine->runner_->num_kv_blocks(), runner_config.block_size, config.enable_prefix_caching,
+        runner.num_kv_blocks(), runner_config.block_size, config.enable_prefix_caching,
         config.block_hash_fn ? config.block_hash_fn : &default_block_hash);
     engine->eos_token_ids_ = model_config.eos_token_ids;
     const std::optional<int32_t> tokenizer_eos =
@@ -89,6 +93,7 @@ Status LLMEngine::validate_request(const std::vector<int32_t>& prompt_ids,
 
 Status LLMEngine::add_request(const std::string& request_id, std::vector<int32_t> prompt_ids,
                               const SamplingParams& params, DeltaCallback on_delta) {
+    LMRUN_RETURN_IF_ERROR(health());
     LMRUN_RETURN_IF_ERROR(validate_request(prompt_ids, params));
     if (requests_.count(request_id)) return make_error("request id \"{}\" is already in use", request_id);
     auto request = std::make_unique<Request>();

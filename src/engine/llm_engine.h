@@ -1,9 +1,12 @@
 // LLMEngine: the step loop of nano-vLLM's LLMEngine. add_request() queues a
 // request (prompt ids + SamplingParams, optionally a streaming callback) as a
 // Request of n Completions (engine_request.h); step() runs one scheduler step
-// through the ModelRunner, appends the sampled tokens, detokenizes them, applies
-// stop strings, reports deltas and returns the requests that finished. Not
+// through the Executor (the ModelRunner of every tensor-parallel rank), appends the sampled tokens,
+// detokenizes them, applies stop strings, reports deltas and returns the requests that finished. Not
 // thread-safe: one thread drives it (the server runs it on its engine thread).
+//
+// If a rank fails (a worker process died), the engine turns fatal: every unfinished request
+// finishes with FinishReason::Error, health() reports why and new requests are refused.
 #pragma once
 
 #include <memory>
@@ -18,6 +21,7 @@
 #include "engine/model_runner.h"
 #include "engine/request_output.h"
 #include "engine/scheduler.h"
+#include "parallel/executor.h"
 #include "tokenizer/tokenizer.h"
 
 namespace lmrun {
@@ -38,8 +42,11 @@ struct EngineConfig {
     ModelRunnerConfig runner;  // max_num_seqs, max_num_batched_tokens, max_model_len, block size, KV budget
     bool enable_prefix_caching = true;
     bool enable_chunked_prefill = true;
-    int num_threads = 0;                  // 0 = one per core
-    uint64_t seed = 0;                    // seeds requests that bring no seed of their own
+    int num_threads = 0;           // per rank; 0 = the rank's cores (all cores / tensor_parallel_size)
+    int tensor_parallel_size = 1;  // ranks the model is split over
+    std::string distributed_executor_backend;          // uni, mp, mpi; "": mp if tensor_parallel_size > 1
+    std::string worker_executable = "/proc/self/exe";  // mp: ranks 1.. run `worker_executable worker ...`
+    uint64_t seed = 0;                                 // seeds requests that bring no seed of their own
     BlockHashFn block_hash_fn = nullptr;  // tests only: replace the prefix-cache hash (nullptr = xxhash)
 };
 
@@ -74,15 +81,19 @@ class LLMEngine {
     size_t num_unfinished_requests() const { return requests_.size(); }
 
     const Tokenizer* tokenizer() const { return tokenizer_.get(); }
-    const ModelConfig& model_config() const { return runner_->model().config(); }
+    const ModelConfig& model_config() const { return executor_->runner().model().config(); }
     const EngineConfig& config() const { return config_; }
     const Scheduler& scheduler() const { return *scheduler_; }
     const BlockManager& block_manager() const { return *block_manager_; }
-    const ModelRunner& runner() const { return *runner_; }
+    const ModelRunner& runner() const { return executor_->runner(); }
+    const parallel::Executor& executor() const { return *executor_; }
+    parallel::Executor& executor() { return *executor_; }
+    // ok, or why the engine can no longer run (a tensor-parallel rank died). Thread-safe.
+    Status health() const { return executor_->health(); }
     EngineStats stats() const;
-    int64_t max_model_len() const { return runner_->config().max_model_len; }
+    int64_t max_model_len() const { return executor_->runner().config().max_model_len; }
     // Seconds create() spent loading the weights (the rest of create() sets up the runner).
-    double load_seconds() const { return load_seconds_; }
+    double load_seconds() const { return executor_->load_seconds(); }
 
     // Compiles structured-output constraints for this model's vocabulary (built on
     // first use; thread-safe), so that the server can compile, and reject, a
@@ -96,6 +107,7 @@ class LLMEngine {
     void fill_runner_sequences(const SchedulerOutput& output);
     void process_sampled(const SchedulerOutput& output, std::span<const SampleResult> results);
     void process_finished(Sequence& seq, std::vector<RequestOutput>& finished_outputs);
+    void fail_unfinished_requests(const Error& error, std::vector<RequestOutput>& finished_outputs);
     void finish_completion(Completion& completion, const Sequence& ended);
     // Structured output (llm_engine_structured.cpp).
     Status compile_grammar(Request& request);
@@ -105,7 +117,7 @@ class LLMEngine {
 
     EngineConfig config_;
     std::unique_ptr<Tokenizer> tokenizer_;
-    std::unique_ptr<ModelRunner> runner_;
+    std::unique_ptr<parallel::Executor> executor_;
     std::unique_ptr<BlockManager> block_manager_;
     std::unique_ptr<Scheduler> scheduler_;
     std::vector<int32_t> eos_token_ids_;
@@ -124,7 +136,6 @@ class LLMEngine {
     Error grammar_compiler_error_;
     std::vector<uint32_t> token_bitmask_;
     std::vector<int32_t> constrained_rows_;
-    double load_seconds_ = 0;
 };
 
 }  // namespace lmrun

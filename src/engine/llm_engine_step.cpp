@@ -170,8 +170,25 @@ bool LLMEngine::abort_request(const std::string& request_id) {
     return true;
 }
 
+// The ranks cannot run steps any more: every request in flight ends with the error.
+void LLMEngine::fail_unfinished_requests(const Error& error, std::vector<RequestOutput>& finished_outputs) {
+    std::vector<std::shared_ptr<Sequence>> unfinished;
+    for (const auto& [seq_id, completion] : completion_of_seq_)
+        if (!completion->seq->is_finished()) unfinished.push_back(completion->seq);
+    for (const auto& seq : unfinished) {
+        seq->error_message = error.message;
+        scheduler_->finish(seq->seq_id, FinishReason::Error);
+    }
+    // A request whose other completions never started finishes with the one that did.
+    for (const auto& seq : unfinished) process_finished(*seq, finished_outputs);
+}
+
 std::vector<RequestOutput> LLMEngine::step() {
     std::vector<RequestOutput> finished_outputs;
+    if (Status healthy = health(); !healthy.ok()) {
+        fail_unfinished_requests(healthy.error(), finished_outputs);
+        return finished_outputs;
+    }
     SchedulerOutput output = [&] {
         ScopedOp scope(Op::Schedule);
         return scheduler_->schedule();
@@ -193,7 +210,12 @@ std::vector<RequestOutput> LLMEngine::step() {
         fill_runner_sequences(output);
         fill_token_masks(output);
     }
-    std::span<const SampleResult> results = runner_->run(runner_seqs_);
+    Result<std::span<const SampleResult>> executed = executor_->execute_model(runner_seqs_);
+    if (!executed.ok()) {
+        fail_unfinished_requests(executed.error(), finished_outputs);
+        return finished_outputs;
+    }
+    std::span<const SampleResult> results = executed.value();
     ScopedOp scope(Op::OutputProcessing);
     sampled_ids_.clear();
     for (const SampleResult& result : results) sampled_ids_.push_back(result.token_id);

@@ -25,8 +25,8 @@ Result<structured::GrammarCompiler*> LLMEngine::grammar_compiler() {
         grammar_compiler_ = std::make_unique<structured::GrammarCompiler>(*vocabulary);
         // Every scheduled sequence may need a bitmask row; allocated once, not in a step.
         token_bitmask_.assign(
-            size_t(runner_->config().max_num_seqs) * size_t((*vocabulary)->num_mask_words()), 0);
-        constrained_rows_.reserve(size_t(runner_->config().max_num_seqs));
+            size_t(runner().config().max_num_seqs) * size_t((*vocabulary)->num_mask_words()), 0);
+        constrained_rows_.reserve(size_t(runner().config().max_num_seqs));
     });
     if (!grammar_compiler_) return grammar_compiler_error_;
     return grammar_compiler_.get();

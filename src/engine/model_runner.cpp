@@ -5,6 +5,7 @@
 #include "core/check.h"
 #include "core/memory_info.h"
 #include "core/op_profiler.h"
+#include "parallel/step_message.h"
 
 namespace lmrun {
 
@@ -40,13 +41,15 @@ std::vector<int64_t> ModelRunner::decode_buckets(int64_t max_num_seqs) {
     return buckets;
 }
 
-ModelRunner::ModelRunner(std::unique_ptr<CausalLM> model, const ModelRunnerConfig& config)
+ModelRunner::ModelRunner(std::unique_ptr<CausalLM> model, const ModelRunnerConfig& config,
+                         parallel::ProcessGroup& group)
     : model_(std::move(model)),
       config_(config),
+      group_(group),
       max_blocks_per_seq_((config.max_model_len + config.block_size - 1) / config.block_size),
       buffers_(model_->config(), std::max(config.max_num_batched_tokens, config.max_num_seqs),
                config.max_num_seqs, model_->num_heads_local(), model_->num_kv_heads_local(),
-               model_->intermediate_local()),
+               model_->intermediate_local(), group.size() > 1 ? model_->vocab_local() : 0, group.rank() == 0),
       sampler_(model_->config().vocab_size, config.max_num_seqs),
       prefill_inputs_(std::max(config.max_num_batched_tokens, config.max_num_seqs), config.max_num_seqs,
                       max_blocks_per_seq_),
@@ -57,12 +60,16 @@ ModelRunner::ModelRunner(std::unique_ptr<CausalLM> model, const ModelRunnerConfi
             decode_plans_.push_back(DecodePlan{bucket, StepInputs(bucket, bucket, max_blocks_per_seq_)});
         }
     }
+    if (group_.size() > 1 && group_.rank() == 0) {
+        step_message_.resize(
+            parallel::max_step_message_bytes(std::max(config.max_num_batched_tokens, config.max_num_seqs),
+                                             config.max_num_seqs, max_blocks_per_seq_));
+    }
 }
 
-Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<CausalLM> model,
-                                                         const ModelRunnerConfig& requested) {
+Result<ModelRunnerConfig> resolve_runner_config(const ModelRunnerConfig& requested,
+                                                const ModelConfig& model_config) {
     ModelRunnerConfig config = requested;
-    const ModelConfig& model_config = model->config();
     if (config.max_model_len <= 0) config.max_model_len = model_config.max_position_embeddings;
     if (config.max_model_len > model_config.max_position_embeddings) {
         return make_error("max_model_len {} exceeds the model's max_position_embeddings {}",
@@ -71,6 +78,14 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<CausalL
     if (config.block_size <= 0 || config.max_num_seqs <= 0 || config.max_num_batched_tokens <= 0) {
         return make_error("block_size, max_num_seqs and max_num_batched_tokens must be positive");
     }
+    return config;
+}
+
+Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<CausalLM> model,
+                                                         const ModelRunnerConfig& requested,
+                                                         parallel::ProcessGroup& group) {
+    LMRUN_ASSIGN_OR_RETURN(ModelRunnerConfig config, resolve_runner_config(requested, model->config()));
+    const ModelConfig& model_config = model->config();
     // The step buffers and the sampler's scratch (ids, probabilities, flags per vocab entry and
     // sequence) are allocated once, for the largest step: refuse sizes the machine cannot hold.
     const int64_t max_tokens = std::max(config.max_num_batched_tokens, config.max_num_seqs);
@@ -87,7 +102,7 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<CausalL
             "GiB available",
             config.max_num_seqs, config.max_num_batched_tokens, step_bytes / kGiB, double(available) / kGiB);
     }
-    std::unique_ptr<ModelRunner> runner(new ModelRunner(std::move(model), config));
+    std::unique_ptr<ModelRunner> runner(new ModelRunner(std::move(model), config, group));
     LMRUN_RETURN_IF_ERROR(runner->allocate_kv_cache());
     return runner;
 }
@@ -179,7 +194,7 @@ std::span<const SampleResult> ModelRunner::run(std::span<const RunnerSequence> s
             ScopedOp scope(Op::PrepareInputs);
             return prepare_decode(seqs, *plan);
         }();
-        return compute_and_sample(context, *kv_cache_, seqs,
+        return compute_and_sample(context, seqs,
                                   std::span<const int32_t>(plan->inputs.logit_rows.data(), plan->batch_size));
     }
     ForwardContext context = [&] {
@@ -189,17 +204,42 @@ std::span<const SampleResult> ModelRunner::run(std::span<const RunnerSequence> s
     LMRUN_CHECK(context.num_tokens <= buffers_.max_num_tokens,
                 "step has more tokens than max_num_batched_tokens");
     int64_t num_sampled = std::count_if(seqs.begin(), seqs.end(), [](const auto& seq) { return seq.sample; });
-    return compute_and_sample(context, *kv_cache_, seqs,
+    return compute_and_sample(context, seqs,
                               std::span<const int32_t>(prefill_inputs_.logit_rows.data(), num_sampled));
 }
 
+void ModelRunner::execute(const ForwardContext& context, std::span<const int32_t> logit_rows) {
+    if (group_.size() > 1) {
+        ScopedOp scope(Op::PrepareInputs);
+        const size_t bytes = parallel::encode_step(context, logit_rows, step_message_);
+        group_.broadcast(std::span<const std::byte>(step_message_.data(), bytes));
+    }
+    model_->forward(context, kv_cache_->layers(), buffers_);
+    if (!logit_rows.empty()) model_->compute_logits(logit_rows, buffers_, context.linear_path);
+}
+
+bool ModelRunner::run_worker_step() {
+    LMRUN_CHECK(group_.rank() != 0, "rank 0 drives the steps");
+    std::span<const std::byte> message = group_.broadcast({});
+    if (group_.failed()) return false;
+    const parallel::ReceivedStep step = parallel::decode_step(message);
+    if (step.kind != parallel::MessageKind::Step) return false;
+    if (std::this_thread::get_id() != workspace_thread_)
+        reserve_step_workspace();  // a worker serving steps from another thread than start-up's
+    model_->forward(step.context, kv_cache_->layers(), buffers_);
+    if (!step.logit_rows.empty()) model_->compute_logits(step.logit_rows, buffers_, step.context.linear_path);
+    return !group_.failed();
+}
+
+void ModelRunner::shutdown_workers() {
+    if (group_.size() > 1 && group_.rank() == 0) group_.broadcast(parallel::shutdown_message());
+}
+
 std::span<const SampleResult> ModelRunner::compute_and_sample(const ForwardContext& context,
-                                                              const KvCache& cache,
                                                               std::span<const RunnerSequence> seqs,
                                                               std::span<const int32_t> logit_rows) {
-    model_->forward(context, cache.layers(), buffers_);
-    if (logit_rows.empty()) return {};
-    model_->compute_logits(logit_rows, buffers_, context.linear_path);
+    execute(context, logit_rows);
+    if (logit_rows.empty() || group_.failed()) return {};
     ScopedOp scope(Op::Sampling);
     int64_t num_sampled = 0;
     for (const RunnerSequence& seq : seqs) {
@@ -224,8 +264,7 @@ std::span<const float> ModelRunner::compute_logits_at(const RunnerSequence& seq,
                                                       std::span<const int32_t> rows) {
     LMRUN_CHECK(int64_t(rows.size()) <= config_.max_num_seqs, "too many logit rows");
     ForwardContext context = prepare_prefill(std::span(&seq, 1), prefill_inputs_);
-    model_->forward(context, kv_cache_->layers(), buffers_);
-    model_->compute_logits(rows, buffers_);
+    execute(context, rows);
     return std::span<const float>(buffers_.logits.data<float>(), rows.size() * model_->config().vocab_size);
 }
 

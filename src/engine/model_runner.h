@@ -9,6 +9,12 @@
 // kernel scratch was reserved from the shapes, at start-up (and again on the
 // first step from another thread, since that scratch is per thread): a decode
 // step allocates nothing.
+//
+// Tensor parallelism: every rank runs a ModelRunner over its shard of the model and of the
+// KV cache, in the same process group. Rank 0 (driven by the engine) prepares each step and
+// broadcasts its inputs (step_message.h) before running it; the other ranks only receive
+// and run steps (run_worker_step). All ranks compute the logits of their vocab columns;
+// rank 0 gathers them and alone samples.
 #pragma once
 
 #include <functional>
@@ -21,6 +27,8 @@
 #include "engine/kv_cache.h"
 #include "engine/sampler.h"
 #include "model/causal_lm.h"
+#include "parallel/process_group.h"
+#include "parallel/single_process_group.h"
 
 namespace lmrun {
 
@@ -37,7 +45,14 @@ struct ModelRunnerConfig {
                                           // else: default_kv_cache_budget_bytes() (4 GiB, as vLLM CPU)
     bool use_decode_plans = true;         // false: run decode steps like prefill (for comparison tests)
     std::string kv_cache_dtype = "auto";  // resolve_kv_cache_dtype (kv_cache.h)
+    // Tensor parallelism: a budget in bytes is for the whole cache, all ranks together; the
+    // fraction and the default are per machine, shared by the ranks on it.
+    int ranks_sharing_memory = 1;
 };
+
+// A config with max_model_len resolved against the model; an error names a bad limit.
+Result<ModelRunnerConfig> resolve_runner_config(const ModelRunnerConfig& config,
+                                                const ModelConfig& model_config);
 
 // One sequence of a step, as the runner needs it.
 struct RunnerSequence {
@@ -64,12 +79,21 @@ struct DecodePlan {
 
 class ModelRunner {
   public:
-    static Result<std::unique_ptr<ModelRunner>> create(std::unique_ptr<CausalLM> model,
-                                                       const ModelRunnerConfig& config);
+    // `group`: the tensor-parallel group the model was loaded for (its collectives run inside
+    // create(): the KV cache size all ranks agree on).
+    static Result<std::unique_ptr<ModelRunner>> create(
+        std::unique_ptr<CausalLM> model, const ModelRunnerConfig& config,
+        parallel::ProcessGroup& group = parallel::single_process_group());
 
-    // Runs one step. Returns one result per sequence with sample == true, in order; the span
-    // stays valid until the next call.
+    // Rank 0: runs one step on every rank. Returns one result per sequence with sample == true,
+    // in order; the span stays valid until the next call. If the group failed meanwhile, the
+    // results are meaningless: check group().failed().
     std::span<const SampleResult> run(std::span<const RunnerSequence> seqs);
+    // Ranks > 0: receives and runs rank 0's next step; false once rank 0 shut the group down or
+    // the group failed.
+    bool run_worker_step();
+    // Rank 0: tells the other ranks' run_worker_step() to return false.
+    void shutdown_workers();
     // Logits of the last step's sampled rows ([num_sampled, vocab]), before sampling altered them
     // only if `keep_logits` was set; for tests and debugging.
     void set_keep_logits(bool keep) { keep_logits_ = keep; }
@@ -92,21 +116,28 @@ class ModelRunner {
     const KvCacheShape& kv_cache_shape() const { return kv_cache_->shape(); }
     const KvCache& kv_cache() const { return *kv_cache_; }
     int64_t activation_bytes() const { return activation_bytes_; }
+    parallel::ProcessGroup& group() const { return group_; }
     static std::vector<int64_t> decode_buckets(int64_t max_num_seqs);
 
   private:
-    ModelRunner(std::unique_ptr<CausalLM> model, const ModelRunnerConfig& config);
+    ModelRunner(std::unique_ptr<CausalLM> model, const ModelRunnerConfig& config,
+                parallel::ProcessGroup& group);
     Status allocate_kv_cache();
+    int64_t agree_on_num_blocks(int64_t num_blocks);
+    // Rank 0: sends the step to the other ranks, then runs the forward pass and the logits of `logit_rows`.
+    void execute(const ForwardContext& context, std::span<const int32_t> logit_rows);
     void reserve_step_workspace();
     ForwardContext prepare_prefill(std::span<const RunnerSequence> seqs, StepInputs& inputs) const;
     ForwardContext prepare_decode(std::span<const RunnerSequence> seqs, DecodePlan& plan) const;
     DecodePlan* find_plan(int64_t num_seqs);
-    std::span<const SampleResult> compute_and_sample(const ForwardContext& context, const KvCache& cache,
+    std::span<const SampleResult> compute_and_sample(const ForwardContext& context,
                                                      std::span<const RunnerSequence> seqs,
                                                      std::span<const int32_t> logit_rows);
 
     std::unique_ptr<CausalLM> model_;
     ModelRunnerConfig config_;
+    parallel::ProcessGroup& group_;
+    std::vector<std::byte> step_message_;  // rank 0's encoded step, allocated once
     int64_t max_blocks_per_seq_ = 0;
     ActivationBuffers buffers_;
     Sampler sampler_;

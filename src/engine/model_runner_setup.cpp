@@ -4,7 +4,11 @@
 // and the KV cache arena is only reserved address space, committed by the OS as
 // blocks are first written. Start-up therefore costs the same whatever
 // max_num_batched_tokens and the KV budget are.
+// Every rank of a tensor-parallel group does the same for its shard (its own kernel scratch,
+// its own KV arena for its heads), and the ranks agree on one block count, the smallest any
+// of them can hold.
 #include <algorithm>
+#include <cstring>
 
 #include "core/logging.h"
 #include "core/memory_info.h"
@@ -45,7 +49,10 @@ Status ModelRunner::allocate_kv_cache() {
     activation_bytes_ = int64_t(buffers_.nbytes());
 
     const int64_t bytes_per_block = shape.bytes_per_block();
+    // The budget is for the whole cache: a block costs bytes_per_block on each of the ranks, and
+    // the ranks of this machine share its available memory.
     int64_t budget = config_.kv_cache_memory_bytes;
+    int64_t ranks_paying = group_.size();
     const int64_t available = available_memory_bytes();
     if (budget > available) {
         // Pages are committed on use, but a bound the machine cannot hold would end in the OOM killer.
@@ -54,18 +61,28 @@ Status ModelRunner::allocate_kv_cache() {
                           "a KV cache of {:.1f} GiB was asked for, {:.1f} GiB available",
                           double(budget) / kGiB, double(available) / kGiB);
     }
-    if (budget <= 0 && config_.kv_cache_memory_fraction > 0)
+    if (budget <= 0 && config_.kv_cache_memory_fraction > 0) {
         budget = int64_t(double(available) * config_.kv_cache_memory_fraction);
-    if (budget <= 0) budget = default_kv_cache_budget_bytes(available);
+        ranks_paying = config_.ranks_sharing_memory;
+    }
+    if (budget <= 0) {
+        // Like the fraction, the default is a figure for this machine, shared by its ranks.
+        budget = default_kv_cache_budget_bytes(available);
+        ranks_paying = config_.ranks_sharing_memory;
+    }
     // No more blocks than max_num_seqs sequences of max_model_len tokens could ever use.
     const int64_t useful_blocks = config_.max_num_seqs * max_blocks_per_seq_;
-    shape.num_blocks = std::min(budget / bytes_per_block, useful_blocks);
+    shape.num_blocks =
+        agree_on_num_blocks(std::min(budget / (bytes_per_block * ranks_paying), useful_blocks));
+    if (group_.failed())
+        return make_error(ErrorKind::Unavailable, "a tensor-parallel rank failed during start-up");
     if (shape.num_blocks < 1) {
         return make_error(ErrorKind::ResourceExhausted,
                           "KV cache budget of {} bytes is smaller than one block ({} bytes of {} tokens)",
                           budget, bytes_per_block, config_.block_size);
     }
     LMRUN_ASSIGN_OR_RETURN(kv_cache_, KvCache::create(shape));
+    if (group_.rank() != 0) return ok_status();
     log_info(
         "KV cache: {} blocks x {} tokens = {} tokens ({}), {:.1f} MiB reserved of a {:.1f} MiB budget, "
         "{:.1f} MiB resident (committed as blocks are used); activations {:.1f} MiB",
@@ -73,6 +90,20 @@ Status ModelRunner::allocate_kv_cache() {
         double(kv_cache_->reserved_bytes()) / (1 << 20), double(budget) / (1 << 20),
         double(kv_cache_->resident_bytes()) / (1 << 20), double(activation_bytes_) / (1 << 20));
     return ok_status();
+}
+
+// The smallest of every rank's count: rank 0 gathers them and broadcasts the minimum.
+int64_t ModelRunner::agree_on_num_blocks(int64_t num_blocks) {
+    if (group_.size() == 1) return num_blocks;
+    std::vector<int64_t> counts(size_t(group_.size()), 0);
+    group_.gather(&num_blocks, sizeof(num_blocks), counts.data());
+    const int64_t smallest = *std::min_element(counts.begin(), counts.end());
+    std::span<const std::byte> agreed = group_.broadcast(
+        group_.rank() == 0 ? std::as_bytes(std::span(&smallest, 1)) : std::span<const std::byte>());
+    if (agreed.size() != sizeof(int64_t)) return 0;
+    int64_t result = 0;
+    std::memcpy(&result, agreed.data(), sizeof(result));
+    return result;
 }
 
 }  // namespace lmrun

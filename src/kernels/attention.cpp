@@ -194,36 +194,46 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
         return tile;
     };
 
+    auto run_split = [&](int64_t i, float* scratch) {
+        // Reverse order: the last tiles of a sequence see the most keys; start them first.
+        int64_t item = num_items - 1 - i / splits;
+        AttentionTile tile = tile_of(item);
+        if (splits > 1) {
+            int64_t split = i % splits;
+            int64_t q_len = a.cu_seqlens_q[tile.seq + 1] - a.cu_seqlens_q[tile.seq];
+            int64_t keys = a.context_lens[tile.seq] - q_len + tile.token_begin + tile.num_tokens;
+            tile.key_begin = keys * split / splits;
+            tile.key_end = keys * (split + 1) / splits;
+            tile.partial = partials + (item * splits + split) * attention_partial_floats(cache.head_dim);
+        }
+        if (avx512) {
+            attention_tile_avx512(a, tile, scratch);
+        } else {
+            attention_tile_avx2(a, tile, scratch);
+        }
+    };
+    auto merge_item = [&](int64_t item) {
+        merge_splits(a, tile_of(item), partials + item * splits * attention_partial_floats(cache.head_dim),
+                     splits);
+    };
+    // One thread (a tensor-parallel rank per core): no OpenMP region, for which libgomp would
+    // allocate a team on every call.
+    if (omp_get_max_threads() == 1) {
+        float* scratch = thread_scratch(scratch_floats);
+        for (int64_t i = 0; i < num_items * splits; ++i) run_split(i, scratch);
+        for (int64_t item = 0; splits > 1 && item < num_items; ++item) merge_item(item);
+        return;
+    }
     // Dynamic schedule: tiles differ in cost (context length, causal position), and a long
     // prefill is many tiles, so no thread is stuck with one sequence.
 #pragma omp parallel
     {
         float* scratch = thread_scratch(scratch_floats);
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t i = 0; i < num_items * splits; ++i) {
-            // Reverse order: the last tiles of a sequence see the most keys; start them first.
-            int64_t item = num_items - 1 - i / splits;
-            AttentionTile tile = tile_of(item);
-            if (splits > 1) {
-                int64_t split = i % splits;
-                int64_t q_len = a.cu_seqlens_q[tile.seq + 1] - a.cu_seqlens_q[tile.seq];
-                int64_t keys = a.context_lens[tile.seq] - q_len + tile.token_begin + tile.num_tokens;
-                tile.key_begin = keys * split / splits;
-                tile.key_end = keys * (split + 1) / splits;
-                tile.partial = partials + (item * splits + split) * attention_partial_floats(cache.head_dim);
-            }
-            if (avx512) {
-                attention_tile_avx512(a, tile, scratch);
-            } else {
-                attention_tile_avx2(a, tile, scratch);
-            }
-        }
+        for (int64_t i = 0; i < num_items * splits; ++i) run_split(i, scratch);
         if (splits > 1) {
 #pragma omp for schedule(dynamic, 1)
-            for (int64_t item = 0; item < num_items; ++item) {
-                merge_splits(a, tile_of(item),
-                             partials + item * splits * attention_partial_floats(cache.head_dim), splits);
-            }
+            for (int64_t item = 0; item < num_items; ++item) merge_item(item);
         }
     }
 }

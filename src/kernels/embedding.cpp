@@ -1,19 +1,26 @@
 #include "kernels/embedding.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 #include "core/parallel.h"
 
 namespace lmrun::kernels {
 
 void embedding_lookup(const int32_t* token_ids, int64_t num_tokens, const void* table, DType table_dtype,
-                      int64_t dim, float* out) {
+                      int64_t table_rows, int64_t dim, float* out, int64_t first_id) {
     LMRUN_CHECK(table_dtype == DType::F32 || table_dtype == DType::BF16 || table_dtype == DType::F16,
                 "embedding table must be a float type");
     const size_t row_bytes = size_t(dim) * dtype_size_bytes(table_dtype);
     auto copy_rows = [&](int64_t begin, int64_t end) {
         for (int64_t t = begin; t < end; ++t) {
             LMRUN_CHECK(token_ids[t] >= 0, "negative token id %d", token_ids[t]);
-            const char* row = static_cast<const char*>(table) + size_t(token_ids[t]) * row_bytes;
+            const int64_t row_index = token_ids[t] - first_id;
+            if (row_index < 0 || row_index >= table_rows) {
+                std::fill_n(out + t * dim, dim, 0.0f);
+                continue;
+            }
+            const char* row = static_cast<const char*>(table) + size_t(row_index) * row_bytes;
             convert_to_f32(row, table_dtype, out + t * dim, size_t(dim));
         }
     };
@@ -22,13 +29,17 @@ void embedding_lookup(const int32_t* token_ids, int64_t num_tokens, const void* 
 }
 
 void embedding_lookup_packed(const int32_t* token_ids, int64_t num_tokens, const PackedLinear& table,
-                             float* out) {
+                             float* out, int64_t first_id) {
     const int64_t dim = table.in_features;
     auto copy_rows = [&](int64_t begin, int64_t end) {
         for (int64_t t = begin; t < end; ++t) {
-            const int32_t id = token_ids[t];
-            LMRUN_CHECK(id >= 0 && id < table.out_features, "token id %d outside the table", id);
+            LMRUN_CHECK(token_ids[t] >= 0, "negative token id %d", token_ids[t]);
+            const int64_t id = token_ids[t] - first_id;
             float* row = out + t * dim;
+            if (id < 0 || id >= table.out_features) {
+                std::fill_n(row, dim, 0.0f);
+                continue;
+            }
             const int64_t lane_offset = packed_offset(table, id, 0);
             if (table.dtype == DType::I8) {
                 const int8_t* quads = static_cast<const int8_t*>(table.data) + lane_offset;

@@ -28,7 +28,8 @@ double ActivationBuffers::planned_nbytes(const ModelConfig& config, int64_t max_
 
 ActivationBuffers::ActivationBuffers(const ModelConfig& config, int64_t max_num_tokens_,
                                      int64_t max_num_logit_rows_, int64_t num_heads_local,
-                                     int64_t num_kv_heads_local, int64_t intermediate_local)
+                                     int64_t num_kv_heads_local, int64_t intermediate_local,
+                                     int64_t vocab_local, bool full_logits)
     : max_num_tokens(max_num_tokens_), max_num_logit_rows(max_num_logit_rows_) {
     const int64_t tokens = max_num_tokens;
     hidden = Tensor::zeros(DType::F32, {tokens, config.hidden_size});
@@ -39,12 +40,13 @@ ActivationBuffers::ActivationBuffers(const ModelConfig& config, int64_t max_num_
     inner = Tensor::zeros(DType::F32, {tokens, inner_width(config, num_heads_local, intermediate_local)});
     selected_hidden = Tensor::zeros(DType::F32, {max_num_logit_rows, config.hidden_size});
     selected_residual = Tensor::zeros(DType::F32, {max_num_logit_rows, config.hidden_size});
-    logits = Tensor::zeros(DType::F32, {max_num_logit_rows, config.vocab_size});
+    if (full_logits) logits = Tensor::zeros(DType::F32, {max_num_logit_rows, config.vocab_size});
+    if (vocab_local > 0) local_logits = Tensor::zeros(DType::F32, {max_num_logit_rows, vocab_local});
 }
 
 size_t ActivationBuffers::nbytes() const {
     return hidden.nbytes() + residual.nbytes() + projections.nbytes() + inner.nbytes() +
-           selected_hidden.nbytes() + selected_residual.nbytes() + logits.nbytes();
+           selected_hidden.nbytes() + selected_residual.nbytes() + logits.nbytes() + local_logits.nbytes();
 }
 
 }  // namespace lmrun

@@ -10,8 +10,11 @@ namespace lmrun {
 
 struct ActivationBuffers {
     ActivationBuffers() = default;
+    // vocab_local > 0: a vocab-parallel rank's share of the logit columns (tensor parallelism);
+    // full_logits: this rank receives every column (rank 0, which samples).
     ActivationBuffers(const ModelConfig& config, int64_t max_num_tokens, int64_t max_num_logit_rows,
-                      int64_t num_heads_local, int64_t num_kv_heads_local, int64_t intermediate_local);
+                      int64_t num_heads_local, int64_t num_kv_heads_local, int64_t intermediate_local,
+                      int64_t vocab_local = 0, bool full_logits = true);
 
     int64_t max_num_tokens = 0;
     int64_t max_num_logit_rows = 0;
@@ -29,7 +32,8 @@ struct ActivationBuffers {
     float* mlp_act() { return inner.data<float>(); }
     Tensor selected_hidden;  // [L, hidden]: rows whose logits are wanted
     Tensor selected_residual;
-    Tensor logits;  // [L, vocab]
+    Tensor logits;        // [L, vocab]; empty on tensor-parallel ranks other than 0
+    Tensor local_logits;  // [L, vocab_local]: this rank's columns, before the gather (tensor parallelism)
 
     size_t nbytes() const;
     // What the constructor would allocate, in bytes (as a double: it is checked against the

@@ -9,7 +9,9 @@
 #include "kernels/linear.h"
 #include "kernels/rope.h"
 #include "model/config_limits.h"
+#include "model/tensor_parallel_shapes.h"
 #include "model/weight_scale.h"
+#include "parallel/process_group.h"
 
 namespace lmrun {
 namespace {
@@ -62,7 +64,16 @@ Result<std::unique_ptr<CausalLM>> CausalLM::load(const std::string& model_dir, c
         return make_error(ErrorKind::Unsupported, "{}: weights can be held as F32 or BF16, not {}", model_dir,
                           dtype_name(weight_dtype));
     }
+    LMRUN_RETURN_IF_ERROR(check_tensor_parallel_shapes(config, parallel.tp_size));
+    if (parallel.tp_size > 1 && parallel.group == nullptr)
+        return make_error(ErrorKind::Internal, "a tensor-parallel model needs its process group");
     const std::string config_path = (std::filesystem::path(model_dir) / "config.json").string();
+    // The whole model against this machine's memory, on every rank. Right for -tp 1 and roughly
+    // right for the mp backend (all ranks' shards add up to about the whole model on one machine),
+    // too strict for mpi ranks on separate machines (each needs ~1/N). TODO(issue 11): count
+    // this rank's shard (1/N of q/o/MLP/vocab rows, replicated KV heads and norms) times the
+    // ranks sharing the machine (MPI_COMM_TYPE_SHARED), and measure the available memory
+    // before any rank loads (ranks loading at once see each other's shards as used).
     LMRUN_RETURN_IF_ERROR(
         check_model_fits_memory(config, weight_dtype, available_memory_bytes(), config_path));
     LMRUN_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::open(model_dir));
@@ -250,7 +261,13 @@ void CausalLM::compute_logits(std::span<const int32_t> rows, ActivationBuffers& 
         std::copy_n(residual + rows[i] * hidden_size, hidden_size, selected_residual + i * hidden_size);
     }
     norm_.forward_add(selected_hidden, selected_residual, num_rows);
-    lm_head_.forward(selected_hidden, num_rows, buffers.logits.data<float>(), path);
+    if (parallel_.tp_size == 1)
+        return lm_head_.forward(selected_hidden, num_rows, buffers.logits.data<float>(), path);
+    // Vocab-parallel: each rank computes its columns; rank 0, which samples, gathers them all.
+    float* local = buffers.local_logits.data<float>();
+    lm_head_.forward(selected_hidden, num_rows, local, path);
+    float* logits = parallel_.tp_rank == 0 ? buffers.logits.data<float>() : nullptr;
+    parallel_.group->gather_columns(local, num_rows, lm_head_.rows_per_rank(), logits, config_.vocab_size);
 }
 
 void CausalLM::reserve_workspace(int64_t max_decode_rows, int64_t max_num_seqs) const {

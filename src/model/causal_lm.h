@@ -34,7 +34,8 @@ class CausalLM {
     // un-normalized last hidden state afterwards. kv_layers: one per layer.
     void forward(const ForwardContext& context, std::span<const kernels::KvCacheLayer> kv_layers,
                  ActivationBuffers& buffers) const;
-    // Final norm + LM head for the chosen token rows only: buffers.logits[i] = logits of token rows[i].
+    // Final norm + LM head for the chosen token rows only: buffers.logits[i] = logits of token rows[i]
+    // (on rank 0: every rank computes its vocab columns, and rank 0 gathers them).
     void compute_logits(std::span<const int32_t> rows, ActivationBuffers& buffers,
                         LinearPath path = LinearPath::Fastest) const;
 
@@ -50,6 +51,9 @@ class CausalLM {
     int64_t num_heads_local() const { return layers_[0].self_attn.qkv_proj.num_heads(); }
     int64_t num_kv_heads_local() const { return layers_[0].self_attn.qkv_proj.num_kv_heads(); }
     int64_t intermediate_local() const { return layers_[0].mlp.down_proj.in_features(); }
+    const ParallelConfig& parallel() const { return parallel_; }
+    // Logit columns this rank computes (the whole vocabulary without tensor parallelism).
+    int64_t vocab_local() const { return lm_head_.rows_per_rank(); }
     size_t weight_nbytes() const;
     // The weight bytes one forward pass reads in full: the layers and the LM head (an untied
     // embedding table is only read at the tokens' rows). Rooflines divide this by bandwidth.

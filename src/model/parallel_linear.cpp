@@ -2,6 +2,8 @@
 
 #include <numeric>
 
+#include "parallel/process_group.h"
+
 namespace lmrun {
 
 LinearBase::LinearBase(int64_t out_features, int64_t in_features, bool has_bias, DType storage_dtype)
@@ -64,6 +66,11 @@ Status RowParallelLinear::load_weight(const TensorInfo& src) {
 
 Status RowParallelLinear::load_weight_scale(const TensorInfo& src) {
     return load_replicated(src, staged_scale_);
+}
+
+void RowParallelLinear::forward(const float* x, int64_t num_rows, float* y, LinearPath path) const {
+    LinearBase::forward(x, num_rows, y, path);
+    if (parallel_.group) parallel_.group->all_reduce(y, num_rows * out_features_);
 }
 
 namespace {

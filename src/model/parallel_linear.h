@@ -66,13 +66,16 @@ class ColumnParallelLinear : public LinearBase {
     ParallelConfig parallel_;
 };
 
-// Input features split across ranks (dim 1); the caller all-reduces the output.
+// Input features split across ranks (dim 1): each rank computes a partial sum of the output,
+// and forward() all-reduces it over the group (vLLM's reduce_results), so every rank ends
+// with the full output.
 class RowParallelLinear : public LinearBase {
   public:
     RowParallelLinear(int64_t out_features, int64_t in_features_total, bool has_bias, DType dtype,
                       const ParallelConfig& parallel);
     Status load_weight(const TensorInfo& src);
     Status load_weight_scale(const TensorInfo& src);  // F32 [out, 1], the same on every rank
+    void forward(const float* x, int64_t num_rows, float* y, LinearPath path = LinearPath::Fastest) const;
 
   private:
     ParallelConfig parallel_;

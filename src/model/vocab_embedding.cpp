@@ -1,14 +1,17 @@
 #include "model/vocab_embedding.h"
 
 #include "kernels/embedding.h"
+#include "parallel/process_group.h"
 
 namespace lmrun {
 
 VocabParallelEmbedding::VocabParallelEmbedding(int64_t vocab_size, int64_t hidden_size, DType dtype,
                                                const ParallelConfig& parallel)
-    : vocab_size_(vocab_size), hidden_size_(hidden_size), parallel_(parallel) {
-    int64_t rows_per_rank = (vocab_size + parallel.tp_size - 1) / parallel.tp_size;
-    table_ = Tensor::zeros(dtype, {rows_per_rank, hidden_size});
+    : vocab_size_(vocab_size),
+      hidden_size_(hidden_size),
+      rows_per_rank_((vocab_size + parallel.tp_size - 1) / parallel.tp_size),
+      parallel_(parallel) {
+    table_ = Tensor::zeros(dtype, {rows_per_rank_, hidden_size});
 }
 
 Status VocabParallelEmbedding::load_weight(const TensorInfo& src) {
@@ -16,10 +19,14 @@ Status VocabParallelEmbedding::load_weight(const TensorInfo& src) {
 }
 
 void VocabParallelEmbedding::forward(const int32_t* token_ids, int64_t num_tokens, float* out) const {
-    // Tensor parallelism > 1 would zero the rows of ids outside this rank's range and all-reduce.
-    if (!packed_table_.empty())
-        return kernels::embedding_lookup_packed(token_ids, num_tokens, packed_table_.packed(), out);
-    kernels::embedding_lookup(token_ids, num_tokens, table_.raw(), table_.dtype(), hidden_size_, out);
+    const int64_t first_id = int64_t(parallel_.tp_rank) * rows_per_rank_;
+    if (!packed_table_.empty()) {
+        kernels::embedding_lookup_packed(token_ids, num_tokens, packed_table_.packed(), out, first_id);
+    } else {
+        kernels::embedding_lookup(token_ids, num_tokens, table_.raw(), table_.dtype(), rows_per_rank_,
+                                  hidden_size_, out, first_id);
+    }
+    if (parallel_.group) parallel_.group->all_reduce(out, num_tokens * hidden_size_);
 }
 
 void VocabParallelEmbedding::share_with(const kernels::LinearWeight& head) {

@@ -1,6 +1,9 @@
 // Token embedding and LM head, split over the vocabulary across ranks
-// (vocab-parallel). With tied embeddings the LM head is built from the
-// embedding table, so a checkpoint without `lm_head.weight` loads.
+// (vocab-parallel): rank r holds rows [r * n, (r + 1) * n) of the table, n = ceil(vocab /
+// tp_size) (the last shard is padded with zero rows). The embedding looks up the ids in its
+// range, writes zero rows for the others and all-reduces; the LM head computes its n logit
+// columns, which the model gathers to rank 0. With tied embeddings the LM head is built from
+// the embedding table, so a checkpoint without `lm_head.weight` loads.
 #pragma once
 
 #include "core/result.h"
@@ -18,7 +21,7 @@ class VocabParallelEmbedding {
     VocabParallelEmbedding(int64_t vocab_size, int64_t hidden_size, DType dtype,
                            const ParallelConfig& parallel);
     Status load_weight(const TensorInfo& src);
-    // out[num_tokens, hidden] = table[token_ids]
+    // out[num_tokens, hidden] = table[token_ids], on every rank.
     void forward(const int32_t* token_ids, int64_t num_tokens, float* out) const;
     // Empty once shared_with() a tied head or packed to int8: the lookup then reads packed rows.
     const Tensor& table() const { return table_; }
@@ -29,10 +32,12 @@ class VocabParallelEmbedding {
     size_t weight_nbytes() const { return table_.empty() ? packed_table_.nbytes() : table_.nbytes(); }
     bool shares_head() const { return shares_head_; }
     int64_t vocab_size() const { return vocab_size_; }
+    int64_t rows_per_rank() const { return rows_per_rank_; }
 
   private:
     int64_t vocab_size_;
     int64_t hidden_size_;
+    int64_t rows_per_rank_;
     Tensor table_;                        // [vocab_size / tp, hidden] in the storage dtype
     kernels::LinearWeight packed_table_;  // a tied head, or the int8 table
     bool shares_head_ = false;
@@ -49,9 +54,10 @@ class ParallelLMHead {
     // Ties the head to the embedding table (no lm_head.weight needed).
     void tie_to(const VocabParallelEmbedding& embedding);
     void finalize();
-    // logits[num_rows, vocab] for the given hidden rows only.
+    // This rank's logit columns [num_rows, rows_per_rank()] for the given hidden rows only.
     void forward(const float* hidden, int64_t num_rows, float* logits, LinearPath path) const;
     int64_t vocab_size() const { return vocab_size_; }
+    int64_t rows_per_rank() const { return (vocab_size_ + parallel_.tp_size - 1) / parallel_.tp_size; }
     size_t weight_nbytes() const { return packed_.nbytes(); }
     const kernels::LinearWeight& packed() const { return packed_; }
 

@@ -1,5 +1,9 @@
 #include "model/weight_loader.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -86,6 +90,37 @@ void convert_row(const unsigned char* src, DType src_dtype, void* dst, DType dst
     convert_from_f32(floats.data(), dst, dst_dtype, size_t(count));
 }
 
+// Whether a converted row holds NaN or Inf (all exponent bits set): a corrupt weight. Checked on
+// the rows this rank loads, so a shard damaged only where another rank reads still loads here.
+bool has_non_finite(const void* row, DType dtype, int64_t count) {
+    auto any_all_ones = [&](auto* values, auto exponent_mask) {
+        for (int64_t i = 0; i < count; ++i)
+            if ((values[i] & exponent_mask) == exponent_mask) return true;
+        return false;
+    };
+    switch (dtype) {
+        case DType::F32:
+            return any_all_ones(static_cast<const uint32_t*>(row), uint32_t(0x7f800000));
+        case DType::BF16:
+            return any_all_ones(static_cast<const uint16_t*>(row), uint16_t(0x7f80));
+        case DType::F16:
+            return any_all_ones(static_cast<const uint16_t*>(row), uint16_t(0x7c00));
+        default:
+            return false;
+    }
+}
+
+// Unmaps the pages of `src` from this process once its slice was copied: the page cache keeps
+// them for other ranks (and a later read faults them back in), but this process's resident
+// memory no longer counts every page it touched, which for a row-parallel slice is the whole
+// tensor. So a rank's resident memory while loading is its shard plus about one tensor.
+void release_source_pages(const TensorInfo& src) {
+    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = (reinterpret_cast<uintptr_t>(src.data) + page - 1) / page * page;
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(src.data) + src.nbytes) / page * page;
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 Status copy_shard(const TensorInfo& src, Tensor& dst, const ShardCopy& copy, const ParallelConfig& parallel) {
     LMRUN_RETURN_IF_ERROR(check_inputs(src, dst, parallel));
     LMRUN_RETURN_IF_ERROR(check_shape(src, copy.expected_src_shape, parallel));
@@ -101,6 +136,7 @@ Status copy_shard(const TensorInfo& src, Tensor& dst, const ShardCopy& copy, con
     size_t dst_elem = dtype_size_bytes(dst.dtype());
     const auto* src_base = static_cast<const unsigned char*>(src.data);
     auto* dst_base = static_cast<unsigned char*>(dst.raw());
+    std::atomic<int64_t> first_bad_row{-1};
     parallel_for(copy.num_rows, [&](int64_t begin, int64_t end) {
         std::vector<unsigned char> aligned;
         std::vector<float> floats;
@@ -109,8 +145,18 @@ Status copy_shard(const TensorInfo& src, Tensor& dst, const ShardCopy& copy, con
                 src_base + (size_t(copy.src_row + row) * src_cols + copy.src_col) * src_elem;
             unsigned char* to = dst_base + size_t(copy.dst_row + row) * dst_cols * dst_elem;
             convert_row(from, src.dtype, to, dst.dtype(), copy.num_cols, aligned, floats);
+            if (has_non_finite(to, dst.dtype(), copy.num_cols)) first_bad_row.store(row);
         }
     });
+    release_source_pages(src);
+    if (first_bad_row.load() >= 0)
+        return with_subject(
+            make_error(ErrorKind::Corrupt,
+                       "{}: tensor '{}' holds NaN or Inf values (row {}, columns {}..{}): the "
+                       "file is corrupt",
+                       src.file_path, src.name, copy.src_row + first_bad_row.load(), copy.src_col,
+                       copy.src_col + copy.num_cols - 1),
+            src.file_path);
     return ok_status();
 }
 

@@ -16,9 +16,16 @@
 
 namespace lmrun {
 
+namespace parallel {
+class ProcessGroup;
+}
+
+// This rank's place in the tensor-parallel group, and the group the layers all-reduce over
+// (null: one process, nothing to reduce).
 struct ParallelConfig {
     int tp_rank = 0;
     int tp_size = 1;
+    parallel::ProcessGroup* group = nullptr;
 };
 
 // Same shape on every rank (norm weights, q/k norms, ...).

@@ -45,7 +45,7 @@ AdmitResult AsyncEngine::submit(std::shared_ptr<RequestStream> stream, std::vect
     }
     {
         std::lock_guard lock(mutex_);
-        if (!accepting_) return AdmitResult::ShuttingDown;
+        if (!accepting_ || !healthy()) return AdmitResult::ShuttingDown;
         if (num_sequences > admission_limit()) return AdmitResult::TooLarge;
         if (num_admitted_sequences_ + num_sequences > admission_limit()) return AdmitResult::QueueFull;
         num_admitted_sequences_ += num_sequences;

@@ -57,6 +57,10 @@ class AsyncEngine {
     void stop();
 
     bool accepting() const;
+    // False once the engine turned fatal (a tensor-parallel rank died): its requests ended with
+    // an error, new ones are refused, /health answers 503 and `lmrun serve` exits non-zero.
+    // Thread-safe.
+    bool healthy() const { return engine_->health().ok(); }
     // The engine's grammar compiler (thread-safe; see LLMEngine::grammar_compiler): HTTP threads
     // compile, and so validate, a request's output constraint before submitting it.
     Result<structured::GrammarCompiler*> grammar_compiler() { return engine_->grammar_compiler(); }

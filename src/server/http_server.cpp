@@ -100,7 +100,7 @@ void HttpServer::route(const ExchangePtr& exchange) {
     const HttpRequest& request = exchange->request();
     if (request.method == "GET" && request.path == "/health") {
         HttpResponse response;
-        response.status = draining_ ? 503 : 200;
+        response.status = draining_ || !engine_.healthy() ? 503 : 200;
         return exchange->respond(std::move(response));
     }
     if (request.method == "GET" && request.path == "/load")

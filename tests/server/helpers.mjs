@@ -1,7 +1,9 @@
 // Starts the real `lmrun serve` (and `lmrun router`) on free loopback ports for the
 // integration tests and stops them again. LMRUN_BIN names the binary (CTest sets it; default
 // build/lmrun), LMRUN_TESTDATA the shared test data (default ../shared/testdata
-// beside the source tree).
+// beside the source tree). LMRUN_SERVE_ARGS adds arguments to every server the
+// tests start (CTest runs the suite again with "-tp 2": tensor parallelism), unless
+// a test chose its own -tp.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -14,6 +16,7 @@ export const testdataDir = process.env.LMRUN_TESTDATA || path.resolve(sourceRoot
 export const lmrunBin = process.env.LMRUN_BIN || path.join(sourceRoot, 'build', 'lmrun');
 export const storiesDir = path.join(testdataDir, 'stories260k');
 export const plainChatTemplate = path.join(here, 'plain_chat_template.jinja');
+const suiteArgs = (process.env.LMRUN_SERVE_ARGS || '').split(/\s+/).filter((arg) => arg !== '');
 // Random-weight Qwen3 with the real Qwen3 tokenizer and chat template.
 export const qwen3TinyDir = path.join(testdataDir, 'qwen3-tiny');
 export const qwen3TokenizerDir = path.join(testdataDir, 'qwen3-tokenizer');
@@ -23,8 +26,11 @@ export function storiesGoldens() {
 }
 
 // Starts `lmrun ARGS` and resolves once it logs "listening on" and `readyPath` answers 200.
-async function startLmrun(args, { timeoutMs = 60000, readyPath = '/health' } = {}) {
-  const proc = spawn(lmrunBin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+// `launcher`: a command that starts lmrun, e.g. ['mpirun', '-np', '2'] (the server is then
+// rank 0 of an MPI job).
+async function startLmrun(args, { timeoutMs = 60000, readyPath = '/health', launcher = [] } = {}) {
+  const command = [...launcher, lmrunBin, ...args];
+  const proc = spawn(command[0], command.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
   const port = await new Promise((resolve, reject) => {
@@ -67,12 +73,15 @@ async function startLmrun(args, { timeoutMs = 60000, readyPath = '/health' } = {
   };
 }
 
-// `lmrun serve` of stories260k (or `model`, with `tokenizer`) on a free port (or `port`).
-export async function startWorker(extraArgs = [], { timeoutMs = 60000, model = storiesDir, tokenizer, port = 0 } = {}) {
+// `lmrun serve` of stories260k (or `model`, with `tokenizer`) on a free port (or `port`),
+// with LMRUN_SERVE_ARGS unless the test chose its own -tp.
+export async function startWorker(extraArgs = [],
+  { timeoutMs = 60000, model = storiesDir, tokenizer, port = 0, launcher = [] } = {}) {
   const defaults = extraArgs.includes('--kv-cache-memory') ? [] : ['--kv-cache-memory', '0.25'];
+  const suite = extraArgs.includes('-tp') ? [] : suiteArgs;
   const args = ['serve', '--model', model, ...(tokenizer ? ['--tokenizer', tokenizer] : []), '--host', '127.0.0.1',
-    '--port', String(port), '--threads', '1', ...defaults, ...extraArgs];
-  return startLmrun(args, { timeoutMs });
+    '--port', String(port), '--threads', '1', ...defaults, ...suite, ...extraArgs];
+  return startLmrun(args, { timeoutMs, launcher });
 }
 
 // `lmrun router` over `workerUrls` on a free port; ready once some worker is up.

@@ -1,7 +1,7 @@
 // Load: 64 concurrent streaming clients for a bounded time, every response
 // complete and correct, /metrics consistent with what was sent; and 256
 // concurrent streams that all make progress at once while 600 slowloris
-// connections are held open, with /health answering in under a second throughout
+// connections are held open, with /health answering throughout (median < 100 ms, worst < 2 s)
 // (probed from a process of its own, as a load balancer would: this test's own
 // event loop, busy with the streams and sockets, would delay the probes itself).
 import { test } from 'node:test';
@@ -138,7 +138,7 @@ function prober(port, path, everyMs) {
   };
 }
 
-test('256 concurrent streams while 600 slow connections are open: all progress together, /health < 1 s throughout', async () => {
+test('256 concurrent streams while 600 slow connections are open: all progress together, /health answers throughout', async () => {
   const server = await startServer(['--max-num-seqs', '256', '--max-num-batched-tokens', '4096']);
   const slow = slowClients(server.port, 600);
   let health = null;
@@ -200,7 +200,10 @@ test('256 concurrent streams while 600 slow connections are open: all progress t
     assert.ok(healthResults.length >= 10, `only ${healthResults.length} /health probes ran`);
     const failed = healthResults.filter((r) => r.status !== 200);
     assert.deepEqual(failed, [], 'some /health probes did not answer 200');
-    assert.ok(worst < 1000, `/health took ${worst.toFixed(0)} ms at worst (must be < 1000 ms); ` +
+    // Starved threads would leave /health unanswered for the whole run. The bound leaves room
+    // for one connect whose SYN the kernel dropped and resent after 1 s, which is not the server.
+    assert.ok(median < 100, `/health took ${median.toFixed(0)} ms at the median (must be < 100 ms)`);
+    assert.ok(worst < 2000, `/health took ${worst.toFixed(0)} ms at worst (must be < 2000 ms); ` +
       `slowest probes: ${latencies.slice(-5).map((ms) => ms.toFixed(0)).join(', ')} ms`);
     assert.deepEqual(metricsResults.filter((r) => r.status !== 200), [], 'some /metrics scrapes failed');
   } finally {
