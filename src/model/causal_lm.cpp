@@ -40,6 +40,56 @@ Status check_checkpoint_matches(const ModelConfig& config, const Checkpoint& che
     return ok_status();
 }
 
+// Fused layers (q/k/v, gate/up) hold one matrix, so their parts must agree.
+Result<LinearQuant> linear_quant_of(const ModelConfig& config, const WeightQuantization& quantization,
+                                    std::initializer_list<std::string> layer_names) {
+    size_t stored = 0;
+    for (const std::string& name : layer_names)
+        stored += config.quantization && config.quantization->quantizes(name);
+    if (stored != 0 && stored != layer_names.size())
+        return make_error(ErrorKind::Unsupported,
+                          "quantization_config quantizes only some of the fused layers {} (lmrun packs them "
+                          "into one matrix)",
+                          fmt::join(layer_names, ", "));
+    if (stored != 0) return LinearQuant::Int8Checkpoint;
+    return quantization.int8_at_load ? LinearQuant::Int8AtLoad : LinearQuant::None;
+}
+
+// A tied head is the (float) embedding table: only quantization at load can make it int8.
+bool head_stored_int8(const ModelConfig& config) {
+    return !config.tie_word_embeddings && config.quantization && config.quantization->quantizes("lm_head");
+}
+
+// How this rank will hold the model (the same decisions as choose_quantization), for the
+// memory check that runs before anything is allocated.
+Result<ModelMemoryLayout> memory_layout(const ModelConfig& config, DType weight_dtype,
+                                        const WeightQuantization& quantization,
+                                        const ParallelConfig& parallel) {
+    ModelMemoryLayout layout;
+    layout.weight_dtype = weight_dtype;
+    layout.tp_size = parallel.tp_size;
+    layout.ranks_sharing_memory = parallel.ranks_sharing_memory;
+    auto count = [&](int64_t& int8_layers, std::initializer_list<std::string> names) -> Status {
+        LMRUN_ASSIGN_OR_RETURN(LinearQuant quant, linear_quant_of(config, quantization, names));
+        int8_layers += quant != LinearQuant::None;
+        return ok_status();
+    };
+    for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+        const std::string prefix = "model.layers." + std::to_string(i) + ".";
+        LMRUN_RETURN_IF_ERROR(
+            count(layout.int8_qkv_layers,
+                  {prefix + "self_attn.q_proj", prefix + "self_attn.k_proj", prefix + "self_attn.v_proj"}));
+        LMRUN_RETURN_IF_ERROR(count(layout.int8_o_layers, {prefix + "self_attn.o_proj"}));
+        LMRUN_RETURN_IF_ERROR(
+            count(layout.int8_gate_up_layers, {prefix + "mlp.gate_proj", prefix + "mlp.up_proj"}));
+        LMRUN_RETURN_IF_ERROR(count(layout.int8_down_layers, {prefix + "mlp.down_proj"}));
+    }
+    const bool embeddings_at_load = quantization.int8_at_load && quantization.quantize_embeddings;
+    layout.int8_lm_head = head_stored_int8(config) || embeddings_at_load;
+    layout.int8_embedding = config.tie_word_embeddings ? layout.int8_lm_head : embeddings_at_load;
+    return layout;
+}
+
 }  // namespace
 
 CausalLM::CausalLM(const ModelConfig& config, DType weight_dtype, const ParallelConfig& parallel)
@@ -68,14 +118,12 @@ Result<std::unique_ptr<CausalLM>> CausalLM::load(const std::string& model_dir, c
     if (parallel.tp_size > 1 && parallel.group == nullptr)
         return make_error(ErrorKind::Internal, "a tensor-parallel model needs its process group");
     const std::string config_path = (std::filesystem::path(model_dir) / "config.json").string();
-    // The whole model against this machine's memory, on every rank. Right for -tp 1 and roughly
-    // right for the mp backend (all ranks' shards add up to about the whole model on one machine),
-    // too strict for mpi ranks on separate machines (each needs ~1/N). TODO(issue 11): count
-    // this rank's shard (1/N of q/o/MLP/vocab rows, replicated KV heads and norms) times the
-    // ranks sharing the machine (MPI_COMM_TYPE_SHARED), and measure the available memory
-    // before any rank loads (ranks loading at once see each other's shards as used).
-    LMRUN_RETURN_IF_ERROR(
-        check_model_fits_memory(config, weight_dtype, available_memory_bytes(), config_path));
+    // What this rank will hold (its shard, int8 layers at a byte per weight) times the ranks
+    // whose shards share this machine. Ranks loading at once may see each other's shards as
+    // used already; the sum is what must fit, so the check errs towards strict there.
+    LMRUN_ASSIGN_OR_RETURN(ModelMemoryLayout layout,
+                           memory_layout(config, weight_dtype, quantization, parallel));
+    LMRUN_RETURN_IF_ERROR(check_model_fits_memory(config, layout, available_memory_bytes(), config_path));
     LMRUN_ASSIGN_OR_RETURN(Checkpoint checkpoint, Checkpoint::open(model_dir));
     LMRUN_RETURN_IF_ERROR(check_checkpoint_matches(config, checkpoint, config_path));
     std::unique_ptr<CausalLM> model(new CausalLM(config, weight_dtype, parallel));
@@ -84,18 +132,8 @@ Result<std::unique_ptr<CausalLM>> CausalLM::load(const std::string& model_dir, c
     return model;
 }
 
-// Fused layers (q/k/v, gate/up) hold one matrix, so their parts must agree.
 Result<LinearQuant> CausalLM::linear_quant(std::initializer_list<std::string> layer_names) const {
-    size_t stored = 0;
-    for (const std::string& name : layer_names)
-        stored += config_.quantization && config_.quantization->quantizes(name);
-    if (stored != 0 && stored != layer_names.size())
-        return make_error(ErrorKind::Unsupported,
-                          "quantization_config quantizes only some of the fused layers {} (lmrun packs them "
-                          "into one matrix)",
-                          fmt::join(layer_names, ", "));
-    if (stored != 0) return LinearQuant::Int8Checkpoint;
-    return quantization_.int8_at_load ? LinearQuant::Int8AtLoad : LinearQuant::None;
+    return linear_quant_of(config_, quantization_, layer_names);
 }
 
 Status CausalLM::choose_quantization(const WeightQuantization& quantization) {
@@ -114,10 +152,7 @@ Status CausalLM::choose_quantization(const WeightQuantization& quantization) {
         LMRUN_ASSIGN_OR_RETURN(quant, linear_quant({prefix + "mlp.down_proj"}));
         layer.mlp.down_proj.set_quantization(quant);
     }
-    // A tied head is the (float) embedding table: only quantization at load can make it int8.
-    const bool head_stored_int8 =
-        !config_.tie_word_embeddings && config_.quantization && config_.quantization->quantizes("lm_head");
-    if (head_stored_int8) {
+    if (head_stored_int8(config_)) {
         lm_head_.set_quantization(LinearQuant::Int8Checkpoint);
     } else if (quantization.int8_at_load && quantization.quantize_embeddings) {
         lm_head_.set_quantization(LinearQuant::Int8AtLoad);

@@ -83,7 +83,8 @@ Status agree_on_status(ProcessGroup& group, const Status& local) {
 
 Result<std::unique_ptr<ModelRunner>> start_rank(ProcessGroup& group, const WorkerConfig& config,
                                                 double* load_seconds) {
-    ParallelConfig parallel{group.rank(), group.size(), group.size() > 1 ? &group : nullptr};
+    ParallelConfig parallel{group.rank(), group.size(), group.size() > 1 ? &group : nullptr,
+                            config.runner.ranks_sharing_memory};
     Result<std::unique_ptr<CausalLM>> model =
         load_rank_model(config.model_dir, config.dtype, config.quantization, parallel, load_seconds);
     LMRUN_RETURN_IF_ERROR(agree_on_status(group, model.ok() ? ok_status() : Status(model.error())));
