@@ -63,7 +63,7 @@ def test_a_missing_worker_binary_is_named(monkeypatch, tmp_path):
 
 def test_tensor_parallel_shape_errors_are_value_errors(packaged_worker_binary):
     # stories260k has 8 attention heads: 3 ranks do not divide them.
-    with pytest.raises(ValueError, match="3"):
+    with pytest.raises(ValueError, match="tensor_parallel_size"):
         stories_llm(tensor_parallel_size=3)
 
 
@@ -85,13 +85,17 @@ def test_quantized_stories260k_stays_close_to_float(stories, options):
     llm = stories_llm(**options)
     reference = first_step_logprobs(stories, prompts)
     quantized = first_step_logprobs(llm, prompts)
+    differences = []
     for want, got in zip(reference, quantized):
         [(token, want_logprob)] = [(t, lp.logprob) for t, lp in want.items() if lp.rank == 1]
         # The float model's choice stays among the quantized model's 5 most likely, with a
-        # log-probability within 0.25 (int8 rounds each weight by at most half a step of
-        # max|w|/127 per channel; measured differences are below 0.05).
+        # log-probability within 0.25 (measured on this data: at most 0.08 apart, and still
+        # the most likely token).
         assert token in got, (options, token, got)
+        differences.append(got[token].logprob - want_logprob)
         assert math.isclose(got[token].logprob, want_logprob, abs_tol=0.25), (options, want_logprob, got[token])
+    # The option reached the engine: rounding weights or cached keys moves the numbers.
+    assert any(abs(d) > 1e-4 for d in differences), (options, differences)
     # Greedy continuations agree for their first tokens on most prompts (a near tie may flip).
     ours = greedy_ids(llm, cases, 8)
     theirs = greedy_ids(stories, cases, 8)
