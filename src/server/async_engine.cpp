@@ -33,6 +33,9 @@ AsyncEngine::~AsyncEngine() {
 }
 
 void AsyncEngine::start() {
+    // Before the thread exists, so that /load and /metrics show the KV capacity as soon as the
+    // server answers (published from the engine thread, a fast first probe could see zero).
+    publish_gauges();
     thread_ = std::thread([this] { run(); });
 }
 
@@ -117,7 +120,6 @@ void AsyncEngine::run() {
     // OpenMP's thread count is per calling thread: the engine's --threads was set on the thread
     // that created it, and this thread would otherwise run its parallel loops with the default.
     configure_threads(engine_->config().num_threads);
-    publish_gauges();  // /load and /metrics show the KV capacity before the first request
     for (;;) {
         std::vector<Submission> submissions;
         std::vector<std::string> aborts;
