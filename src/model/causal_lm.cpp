@@ -194,7 +194,8 @@ Status CausalLM::load_layer(const Checkpoint& checkpoint, int64_t index, Decoder
     const std::pair<const char*, QkvShard> qkv_parts[] = {{"self_attn.q_proj", QkvShard::Q},
                                                           {"self_attn.k_proj", QkvShard::K},
                                                           {"self_attn.v_proj", QkvShard::V}};
-    for (const auto& [name, shard] : qkv_parts) {
+    for (const auto& [name, part] : qkv_parts) {
+        const QkvShard shard = part;  // a copy: clang cannot capture a structured binding under OpenMP
         LMRUN_RETURN_IF_ERROR(load_projection(
             name, attn.qkv_proj, [&](const TensorInfo& t) { return attn.qkv_proj.load_weight(t, shard); },
             [&](const TensorInfo& t) { return attn.qkv_proj.load_weight_scale(t, shard); }));

@@ -56,7 +56,8 @@ double linear_bytes(double rows, double cols, bool int8, double float_bytes) {
 }
 
 double ceil_div(int64_t value, int parts) {
-    return double((value + parts - 1) / parts);
+    const int64_t rounded_up = (value + parts - 1) / parts;
+    return double(rounded_up);
 }
 
 }  // namespace
@@ -69,9 +70,12 @@ double rank_model_memory_bytes(const ModelConfig& config, const ModelMemoryLayou
     const double head_dim = double(config.head_dim);
     const double layers = double(config.num_hidden_layers);
     // Column-parallel rows and row-parallel columns of this rank.
-    const double q_rows = double(config.num_attention_heads / tp) * head_dim;
+    // check_tensor_parallel_shapes made heads and intermediate_size divide by tp.
+    const int64_t local_heads = config.num_attention_heads / tp;
+    const int64_t local_intermediate = config.intermediate_size / tp;
+    const double q_rows = double(local_heads) * head_dim;
     const double kv_rows = double(std::max<int64_t>(1, config.num_key_value_heads / tp)) * head_dim;
-    const double intermediate = double(config.intermediate_size / tp);
+    const double intermediate = double(local_intermediate);
     const double vocab_rows = ceil_div(config.vocab_size, tp);  // the last shard is padded
 
     // Each linear kind: the layers holding it int8 and the layers holding it as floats.
