@@ -86,7 +86,8 @@ TEST(AllocationFree, DecodeStepInt8WeightsInt8Kv) {
     WeightQuantization int8;
     int8.int8_at_load = true;
     expect_decode_steps_allocation_free(
-        make_runner(testdata_path("qwen3-tiny"), DType::BF16, decode_config("int8"), int8).get(), "qwen3-tiny");
+        make_runner(testdata_path("qwen3-tiny"), DType::BF16, decode_config("int8"), int8).get(),
+        "qwen3-tiny");
     expect_decode_steps_allocation_free(
         make_runner(testdata_path("stories260k"), DType::F32, decode_config("fp8_e4m3"), int8).get(),
         "stories260k");

@@ -13,7 +13,9 @@
 // A thread walks whole weight tiles; a tile's weights stay in L2 while every row block passes
 // over them, so DRAM sees each weight byte once per call (per row panel for long prefills).
 // GCC 12 reports _mm512_undefined_ps() inside its own intrinsics as maybe-uninitialized.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <immintrin.h>
 

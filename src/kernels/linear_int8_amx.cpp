@@ -8,7 +8,9 @@
 // into a per-thread buffer of rows padded to 32; the int32 sums go through the tiles to a small
 // buffer, then compensation, scales and bias are applied (linear_int8_driver.h).
 // GCC 12 reports _mm512_undefined_ps() inside its own intrinsics as maybe-uninitialized.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <immintrin.h>
 

@@ -23,6 +23,7 @@
 
 #include "core/result.h"
 #include "engine/model_runner.h"
+#include "model/quantization_config.h"
 #include "parallel/placement.h"
 
 namespace lmrun::parallel {
