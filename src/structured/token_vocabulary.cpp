@@ -66,7 +66,7 @@ Result<std::shared_ptr<const TokenVocabulary>> TokenVocabulary::from_tokenizer(
         }
         bytes[size_t(id)] = token_text_bytes(tokenizer, id);
     }
-    return from_token_bytes(std::move(bytes), std::move(end_token_ids), std::move(excluded));
+    return from_token_bytes(std::move(bytes), std::move(end_token_ids), excluded);
 }
 
 std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_token_bytes(
