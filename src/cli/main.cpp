@@ -17,7 +17,9 @@
 #include "cli/exit_codes.h"
 #include "parallel/worker_main.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_lmrun(int argc, char** argv) {
     if (std::optional<int> worker_exit_code = lmrun::parallel::run_worker_if_requested(argc, argv))
         return *worker_exit_code;
     CLI::App app{"lmrun: LLM inference and serving engine for the CPU"};
@@ -31,6 +33,7 @@ int main(int argc, char** argv) {
     commands["router"] = lmrun::cli::add_router_command(app);
     std::vector<std::string> args = lmrun::cli::expand_option_aliases(argc, argv);
     std::vector<char*> expanded_argv;
+    expanded_argv.reserve(args.size());
     for (std::string& arg : args) expanded_argv.push_back(arg.data());
     if (std::optional<int> exit_code =
             lmrun::cli::parse_command_line(app, int(expanded_argv.size()), expanded_argv.data()))
@@ -39,4 +42,19 @@ int main(int argc, char** argv) {
         if (app.got_subcommand(name)) return run();
     }
     return lmrun::cli::kExitUsage;
+}
+
+}  // namespace
+
+// Errors travel as Result values; an exception reaching here is a bug (or the allocator out
+// of memory), reported as a run-time failure instead of std::terminate's abort.
+int main(int argc, char** argv) {
+    try {
+        return run_lmrun(argc, argv);
+    } catch (const std::exception& error) {
+        std::fprintf(stderr, "lmrun: internal error: %s\n", error.what());
+    } catch (...) {
+        std::fprintf(stderr, "lmrun: internal error: unknown exception\n");
+    }
+    return lmrun::cli::kExitRuntime;
 }

@@ -11,7 +11,6 @@ size_t dtype_size_bytes(DType dtype) {
         case DType::F32:
             return 4;
         case DType::BF16:
-            return 2;
         case DType::F16:
             return 2;
         case DType::I32:

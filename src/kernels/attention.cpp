@@ -143,7 +143,7 @@ void reserve_attention_workspace(int64_t head_dim, int64_t num_heads, int64_t nu
     thread_scratch(scratch_floats);
     // Split-K runs only with fewer than 2T items (T threads), each cut into at most ceil(2T / items)
     // parts: items x splits < 4T partial results.
-    partial_buffer(4 * num_threads() * attention_partial_floats(head_dim));
+    partial_buffer(int64_t{4} * num_threads() * attention_partial_floats(head_dim));
     tile_start_buffer(max_num_seqs + 1);
 }
 
@@ -173,7 +173,7 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
                                         [&](const int32_t& begin) { return (&begin)[1] - begin == 1; });
     const int64_t max_context =
         num_seqs > 0 ? *std::max_element(a.context_lens, a.context_lens + num_seqs) : 0;
-    const bool enough_items = num_seqs >= 2 * num_threads() || max_context >= 2 * kMinKeysPerSplit;
+    const bool enough_items = num_seqs >= int64_t{2} * num_threads() || max_context >= 2 * kMinKeysPerSplit;
     const bool whole_sequences = avx512 && all_decode && a.num_heads <= kTileRows && enough_items;
     const int64_t heads_per_item = whole_sequences ? cache.num_kv_heads : 1;
     const int64_t kv_items = cache.num_kv_heads / heads_per_item;

@@ -125,8 +125,8 @@ function slowClients(port, count) {
 }
 
 // Probes `path` every `everyMs` from a process of its own (prober.mjs) until stopped.
-function prober(port, path, everyMs) {
-  const child = fork(path_.join(here, 'prober.mjs'), [String(port), path, String(everyMs)]);
+function prober(port, path, everyMs, field = '') {
+  const child = fork(path_.join(here, 'prober.mjs'), [String(port), path, String(everyMs), field]);
   const results = new Promise((resolve, reject) => {
     child.on('message', resolve);
     child.on('exit', (code) => reject(new Error(`prober exited with ${code}`)));
@@ -143,11 +143,13 @@ test('256 concurrent streams while 600 slow connections are open: all progress t
   const slow = slowClients(server.port, 600);
   let health = null;
   let metrics = null;
+  let load = null;
   try {
     for (let i = 0; i < 200 && slow.open < 600; i++) await sleep(50);
     assert.equal(slow.open, 600, 'the 600 slow connections did not all open');
     health = prober(server.port, '/health', 100);
     metrics = prober(server.port, '/metrics', 500);
+    load = prober(server.port, '/load', 50, 'num_running');
     await sleep(1500);  // the slow clients have sent a byte or two each: they hold their connections
     const clients = 256;
     const maxTokens = 300;
@@ -182,18 +184,24 @@ test('256 concurrent streams while 600 slow connections are open: all progress t
     const stillOpen = slow.open;
     const healthResults = await health.stop();
     const metricsResults = await metrics.stop();
+    const loadResults = await load.stop();
     // No request lost: every stream complete.
     for (const result of results) assert.equal(result.tokens, maxTokens);
-    const longestFirstToken = Math.max(...results.map((r) => r.firstToken));
-    const shortestStream = Math.min(...results.map((r) => r.finished));
-    // No request waited as long as a whole stream takes: none was queued behind another's end.
-    assert.ok(longestFirstToken < shortestStream,
-      `longest time to first token ${longestFirstToken} ms, shortest whole stream ${shortestStream} ms`);
+    // The streams ran side by side: the server's own count of running sequences (GET /load,
+    // probed every 50 ms) reached a quarter of them at once, so connections holding HTTP
+    // threads did not serialize the requests. (Client-side times are no test of this: how
+    // fast a lone stream ends, against when the client got round to sending the last
+    // request, depends on the machine; a quicker server made such an assertion fail.)
+    const peakRunning = Math.max(0, ...loadResults.map((r) => r.value ?? 0));
+    assert.ok(peakRunning >= clients / 4, `at most ${peakRunning} of ${clients} streams ran at once`);
     // The slow clients were there all along.
     assert.equal(stillOpen, 600, `only ${stillOpen} slow connections were open at the end of the streams`);
     const latencies = healthResults.map((r) => r.ms).sort((a, b) => a - b);
     const worst = latencies.at(-1);
     const median = latencies[Math.floor(latencies.length / 2)];
+    console.log(`streams running at once: at most ${peakRunning}; longest time to first token ` +
+      `${Math.max(...results.map((r) => r.firstToken)).toFixed(0)} ms, shortest stream ` +
+      `${Math.min(...results.map((r) => r.finished)).toFixed(0)} ms`);
     console.log(`/health under 600 slow connections + ${clients} streams: ${latencies.length} probes, ` +
       `median ${median.toFixed(1)} ms, max ${worst.toFixed(1)} ms; /metrics max ` +
       `${Math.max(...metricsResults.map((r) => r.ms)).toFixed(1)} ms; slow connections dropped and reopened: ${slow.dropped}`);
@@ -209,6 +217,7 @@ test('256 concurrent streams while 600 slow connections are open: all progress t
   } finally {
     health?.kill();
     metrics?.kill();
+    load?.kill();
     slow.stop();
     assert.equal(await server.stop(), 0);
   }
