@@ -175,6 +175,7 @@ KvOffloadStats KvOffload::stats() const {
     stats.blocks_loaded = blocks_loaded_;
     stats.prefill_tokens_per_second = policy_.prefill_tokens_per_second();
     stats.read_bytes_per_second = policy_.read_bytes_per_second();
+    stats.block_payload_bytes = payload_bytes_;
     return stats;
 }
 

@@ -46,6 +46,7 @@ struct KvOffloadStats {
     int64_t blocks_dropped = 0;            // newly cached blocks not written: too many in flight
     double prefill_tokens_per_second = 0;  // KvLoadPolicy's measurements (0 = none yet)
     double read_bytes_per_second = 0;
+    int64_t block_payload_bytes = 0;  // one block's payload (token ids, K and V of every layer)
 };
 
 class KvOffload final : public PrefixLoader {
