@@ -124,9 +124,9 @@ Status LLMEngine::start_kv_offload() {
             "--kv-offload-size");
     }
     scheduler_->set_prefix_loader(kv_offload_.get());
-    log_info("KV tier: {} (at most {:.2f} GiB, {:.1f} MiB per block, model id {:016x})",
+    log_info("KV tier: {} (at most {:.2f} GiB, {:.1f} KiB per block, model id {:016x})",
              config.kv_offload_dir, double(config.kv_offload_bytes) / double(int64_t(1) << 30),
-             double(file_bytes) / (1 << 20), model_id);
+             double(file_bytes) / 1024, model_id);
     return ok_status();
 }
 
