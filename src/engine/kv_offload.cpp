@@ -88,6 +88,7 @@ int64_t KvOffload::load_blocks(const Sequence& seq, int64_t first_block, int64_t
     const std::span<const int32_t> token_ids(seq.token_ids);
     auto token_bytes = std::as_writable_bytes(std::span<int32_t>(loaded_token_ids_));
     int64_t num_loaded = 0;
+    const double load_start = now_seconds();
     for (; num_loaded < num_blocks; ++num_loaded) {
         const int64_t index = first_block + num_loaded;
         const int32_t block_id = seq.block_table[size_t(index)];
@@ -100,6 +101,15 @@ int64_t KvOffload::load_blocks(const Sequence& seq, int64_t first_block, int64_t
         if (!std::equal(expected.begin(), expected.end(), loaded_token_ids_.begin())) break;
     }
     blocks_loaded_ += num_loaded;
+    const double seconds = now_seconds() - load_start;
+    if (num_loaded > 0) {
+        log_info(
+            "KV tier: loaded {} of {} blocks ({:.1f} MB) in {:.3f} s ({:.2f} GB/s; prefill measured at "
+            "{:.0f} tokens/s)",
+            num_loaded, num_blocks, double(num_loaded * payload_bytes_) / 1e6, seconds,
+            double(num_loaded * payload_bytes_) / 1e9 / std::max(seconds, 1e-9),
+            policy_.prefill_tokens_per_second());
+    }
     return num_loaded;
 }
 
