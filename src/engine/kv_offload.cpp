@@ -23,6 +23,7 @@ KvOffload::KvOffload(std::unique_ptr<KvBlockStore> store, uint64_t model_id, con
     payload_bytes_ = shape.block_size * int64_t(sizeof(int32_t)) + 2 * shape.num_layers * layer_block_bytes_;
     loaded_token_ids_.resize(size_t(shape.block_size));
     load_segments_.reserve(size_t(1 + 2 * shape.num_layers));
+    write_segments_.reserve(size_t(1 + 2 * shape.num_layers));
     chain_hashes_.reserve(size_t(shape.num_blocks));
     jobs_.resize(size_t(max_pending_));
     written_.reserve(size_t(max_pending_));
@@ -153,8 +154,7 @@ void KvOffload::flush() {
 }
 
 void KvOffload::writer_loop() {
-    std::vector<std::span<const std::byte>> segments;
-    segments.reserve(size_t(1 + 2 * cache_.shape().num_layers));
+    std::vector<std::span<const std::byte>>& segments = write_segments_;
     std::unique_lock<std::mutex> lock(mutex_);
     while (true) {
         work_ready_.wait(lock, [this] { return stop_ || num_jobs_ > 0; });

@@ -114,7 +114,8 @@ class KvOffload final : public PrefixLoader {
     std::vector<WriteJob> jobs_;
     size_t job_head_ = 0, num_jobs_ = 0;
     bool writing_ = false;
-    std::vector<int32_t> written_;  // block ids to unpin
+    std::vector<int32_t> written_;                            // block ids to unpin
+    std::vector<std::span<const std::byte>> write_segments_;  // the writer thread's (reserved here)
     bool stop_ = false;
     int64_t blocks_loaded_ = 0, blocks_queued_ = 0, blocks_dropped_ = 0;
     std::thread writer_;
