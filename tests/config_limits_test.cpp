@@ -7,12 +7,12 @@
 
 #include <limits>
 
+#include "model/random_checkpoint.h"
 #include "test_util.h"
 
 namespace lmrun {
 namespace {
 
-using testing::make_temp_dir;
 using testing::testdata_path;
 
 nlohmann::json stories_config() {
@@ -79,17 +79,10 @@ TEST(ConfigLimits, NonFiniteNumbersAreRejected) {
 }
 
 TEST(ConfigLimits, MemoryOfQwen3ShapedModel) {
-    // Qwen3-0.6B: 0.44 B non-embedding + 0.155 B embedding parameters (tied), 40960 positions.
-    ModelConfig config = default_model_config(ModelArch::Qwen3);
-    config.hidden_size = 1024;
-    config.intermediate_size = 3072;
-    config.num_hidden_layers = 28;
-    config.num_attention_heads = 16;
-    config.num_key_value_heads = 8;
-    config.head_dim = 128;
-    config.vocab_size = 151936;
-    config.max_position_embeddings = 40960;
-    config.tie_word_embeddings = true;
+    // Qwen3-0.6B (the random checkpoint's preset): 0.44 B non-embedding + 0.155 B embedding
+    // parameters (tied), 40960 positions. The figures below are the published shape's, written
+    // out, so that a change to the preset shows here too.
+    const ModelConfig config = qwen3_0_6b_config();
     const double params =
         28.0 * ((16 + 16) * 128 * 1024 + 1024 * 16 * 128 + 3 * 3072 * 1024) + 151936.0 * 1024;
     const double f32 = (28.0 * (2 * 1024 + 2 * 128) + 1024) * 4 + 40960.0 * 128 * 4;

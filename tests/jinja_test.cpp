@@ -252,6 +252,26 @@ INSTANTIATE_TEST_SUITE_P(Jinja, JinjaRender, ::testing::ValuesIn(kRenderCases),
                              return std::string(info.param.name);
                          });
 
+TEST(JinjaValue, ListsAndDictsCountDepthAndEntryBytes) {
+    // Scalars: depth 0, 8 bytes (a string its length); each entry adds 16 bytes and its key's.
+    const Value list = Value::list({Value(1), Value("ab")});
+    EXPECT_EQ(list.depth(), 1u);
+    EXPECT_EQ(list.size_bytes(), (16u + 8u) + (16u + 2u));
+    ValueDict entries;
+    entries.set("key", list);
+    entries.set("n", Value(2.5));
+    const Value dict = Value::dict(std::move(entries));
+    EXPECT_EQ(dict.depth(), 2u);
+    EXPECT_EQ(dict.size_bytes(), (16u + 3u + 42u) + (16u + 1u + 8u));
+    EXPECT_EQ(Value::list({dict, list}).depth(), 3u);
+    EXPECT_EQ(Value::list({}).depth(), 1u);
+    EXPECT_EQ(Value::dict({}).size_bytes(), 0u);
+    // Saturating: a size past UINT64_MAX stays there.
+    Value big = Value::list({Value("x")});
+    for (int i = 0; i < 70; ++i) big = Value::list({big, big});
+    EXPECT_EQ(big.size_bytes(), UINT64_MAX);
+}
+
 TEST(JinjaFormat, PythonFloatRepr) {
     // Values and their Python 3 repr().
     EXPECT_EQ(format_python_float(0.0), "0.0");

@@ -25,6 +25,18 @@ TEST(Normalizer, PrependAndReplace) {
     EXPECT_EQ(normalizer.normalize(""), "");  // Prepend leaves empty text empty
 }
 
+TEST(Normalizer, NestedSequencesRunInOrder) {
+    const Normalizer normalizer = make(R"({"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": "a"},
+        {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "B"}, {"type": "Lowercase"}]},
+        {"type": "Prepend", "prepend": "C"}]})");
+    EXPECT_EQ(normalizer.normalize("X"), "Cbax");
+    auto inner_error = Normalizer::from_json(nlohmann::json::parse(
+        R"({"type": "Sequence", "normalizers": [{"type": "Sequence", "normalizers": [{"type": "NFZ"}]}]})"));
+    ASSERT_FALSE(inner_error.ok());
+    EXPECT_EQ(inner_error.error().message, "unsupported normalizer type 'NFZ'");
+}
+
 TEST(Normalizer, UnicodeFormsLowercaseStrip) {
     EXPECT_EQ(make(R"({"type": "NFC"})").normalize("e\xCC\x81"), "\xC3\xA9");
     EXPECT_EQ(make(R"({"type": "NFKD"})").normalize("\xC2\xB2"), "2");  // SUPERSCRIPT TWO

@@ -296,5 +296,29 @@ TEST(TokenizerErrors, AddedTokenIdOutOfRangeIsCorrupt) {
         << vocab.error().message;
 }
 
+TEST(TokenizerErrors, EachComponentsErrorNamesTheFileAndKeepsUnsupported) {
+    const std::string model = R"("model": {"type": "BPE", "vocab": {"a": 0}, "merges": []})";
+    for (const std::string section : {"normalizer", "pre_tokenizer", "post_processor", "decoder"}) {
+        const std::string unsupported = "{" + model + ", \"" + section + "\": {\"type\": \"NoSuch\"}}";
+        auto result = Tokenizer::from_text(unsupported, nlohmann::json::object(), "m/tokenizer.json");
+        ASSERT_FALSE(result.ok()) << section;
+        EXPECT_EQ(result.error().message, "m/tokenizer.json: unsupported " + section + " type 'NoSuch'");
+        EXPECT_EQ(result.error().kind, ErrorKind::Unsupported) << section;
+        EXPECT_EQ(result.error().subject, "m/tokenizer.json");
+        const std::string untyped = "{" + model + ", \"" + section + "\": {}}";
+        auto corrupt = Tokenizer::from_text(untyped, nlohmann::json::object(), "m/tokenizer.json");
+        ASSERT_FALSE(corrupt.ok()) << section;
+        EXPECT_EQ(corrupt.error().message, "m/tokenizer.json: " + section + " without a type");
+        EXPECT_EQ(corrupt.error().kind, ErrorKind::Corrupt) << section;
+    }
+    // The special tokens come last: a BOS missing from the vocabulary is the file's fault too.
+    auto bos =
+        Tokenizer::from_text("{" + model + "}", nlohmann::json{{"bos_token", "<s>"}}, "m/tokenizer.json");
+    ASSERT_FALSE(bos.ok());
+    EXPECT_EQ(bos.error().message,
+              "m/tokenizer.json: tokenizer_config bos_token '<s>' is not in the vocabulary");
+    EXPECT_EQ(bos.error().kind, ErrorKind::Corrupt);
+}
+
 }  // namespace
 }  // namespace lmrun

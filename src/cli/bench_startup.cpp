@@ -80,6 +80,8 @@ void drop_from_page_cache(const std::vector<std::string>& files) {
     }
 }
 
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's noexcept move calls its invariant check,
+// which clang-tidy takes for a throw.
 struct ProbeResult {
     bool ok = false;
     double wall_first_token_s = 0;  // parent's clock: spawn to the probe's report
@@ -92,6 +94,7 @@ ProbeResult spawn_probe(const StartupBenchOptions& options, int64_t prompt_len) 
                                      "--dtype", options.dtype, "--startup-probe", std::to_string(prompt_len)};
     if (options.threads > 0) args.insert(args.end(), {"--threads", std::to_string(options.threads)});
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (std::string& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
 

@@ -60,6 +60,7 @@ Result<std::vector<Prompt>> read_prompts_file(const std::string& path) {
 
 Result<std::vector<Prompt>> collect_prompts(const GenerateArgs& args) {
     std::vector<Prompt> prompts;
+    prompts.reserve(args.prompts.size() + 1);
     for (const std::string& text : args.prompts) prompts.push_back(Prompt::from_text(text));
     if (!args.prompt_ids.empty()) {
         LMRUN_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parse_id_list(args.prompt_ids, "--prompt-ids"));

@@ -6,11 +6,10 @@
 // http://HOST:PORT" once it accepts requests.
 #include <csignal>
 
-#include <pthread.h>
-
 #include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
+#include "cli/serve_until_signal.h"
 #include "cli/server_limits.h"
 #include "core/logging.h"
 #include "router/router_service.h"
@@ -57,28 +56,15 @@ Status check_router_args(RouterArgs& args) {
     return fit_connections_to_file_limit(http.max_connections, args.max_connections_option->count() > 0);
 }
 
-// SIGINT/SIGTERM: drain and stop; SIGHUP: re-read the worker list. Blocked in every thread, taken here.
-void watch_signals(const sigset_t& signals, const std::atomic<bool>& serving, router::RouterService& service,
-                   const RouterArgs& args, bool& drained) {
-    const timespec poll = {0, 200L * 1000 * 1000};
-    while (serving) {
-        const int signal = sigtimedwait(&signals, nullptr, &poll);
-        if (signal < 0) continue;
-        if (signal == SIGHUP) {
-            Result<std::vector<std::string>> urls = collect_workers(args);
-            if (!urls.ok()) {
-                log_error("SIGHUP: keeping the current workers: {}", urls.error().message);
-                continue;
-            }
-            log_info("SIGHUP: {} workers", urls->size());
-            service.set_workers(*urls);
-            continue;
-        }
-        log_info("received {}: shutting down (in-flight requests have {} s to finish)",
-                 signal == SIGINT ? "SIGINT" : "SIGTERM", args.shutdown_timeout_seconds);
-        drained = service.shutdown(args.shutdown_timeout_seconds);
+// SIGHUP: the worker list is read again; a list that does not read keeps the current workers.
+void reload_workers(const RouterArgs& args, router::RouterService& service) {
+    Result<std::vector<std::string>> urls = collect_workers(args);
+    if (!urls.ok()) {
+        log_error("SIGHUP: keeping the current workers: {}", urls.error().message);
         return;
     }
+    log_info("SIGHUP: {} workers", urls->size());
+    service.set_workers(*urls);
 }
 
 int run_router(RouterArgs& args) {
@@ -86,13 +72,7 @@ int run_router(RouterArgs& args) {
         return log_error("{}", valid.error().message), kExitUsage;
     Result<std::vector<std::string>> urls = collect_workers(args);
     if (!urls.ok()) return log_error("{}", urls.error().message), kExitUsage;
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts, so all inherit it
-    std::signal(SIGPIPE, SIG_IGN);
+    const sigset_t signals = block_shutdown_signals({SIGHUP});
 
     router::RouterService service(args.service);
     service.set_workers(*urls);
@@ -100,26 +80,17 @@ int run_router(RouterArgs& args) {
     if (!port.ok()) return log_error("{}", port.error().message), kExitUsage;
     if (Status started = service.start(); !started.ok())
         return log_error("{}", started.error().message), kExitRuntime;
-    std::atomic<bool> serving{true};
-    bool drained = true;
-    std::thread signal_thread([&] { watch_signals(signals, serving, service, args, drained); });
     log_info("routing to {} workers ({} up), policy {}", urls->size(), service.router().num_routable(),
              args.policy);
     log_info("listening on http://{}:{}", args.service.server.host, port.value());
-    Status served = service.serve();
-    if (!served.ok()) {
-        log_error("{}", served.error().message);
-        service.shutdown(0);
-    }
-    serving = false;
-    signal_thread.join();
-    if (!served.ok()) return exit_code_for(served.error());
-    if (!drained) {
-        log_warn("router stopped: some requests were cut off at the --shutdown-timeout deadline");
-        return kExitRuntime;
-    }
-    log_info("router stopped");
-    return kExitOk;
+    ServeWatch watch;
+    watch.serve = [&] { return service.serve(); };
+    watch.shutdown = [&](double timeout_seconds) { return service.shutdown(timeout_seconds); };
+    watch.shutdown_timeout_seconds = args.shutdown_timeout_seconds;
+    watch.on_other_signal = [&](int) { reload_workers(args, service); };  // SIGHUP, the only other
+    const ServeOutcome outcome = serve_until_signal(signals, watch);
+    return exit_code_after_serving(outcome.served, outcome.drained, "router",
+                                   "some requests were cut off at the --shutdown-timeout deadline");
 }
 
 void add_routing_options(CLI::App& command, RouterArgs& args) {

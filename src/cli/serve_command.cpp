@@ -8,14 +8,12 @@
 // (serve_data_parallel.h).
 #include <csignal>
 #include <filesystem>
-#include <thread>
-
-#include <pthread.h>
 
 #include "cli/cli_options.h"
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
 #include "cli/serve_data_parallel.h"
+#include "cli/serve_until_signal.h"
 #include "cli/server_limits.h"
 #include "core/logging.h"
 #include "parallel/placement.h"
@@ -70,28 +68,6 @@ Result<std::optional<ChatTemplate>> load_served_chat_template(const ServeArgs& a
     return chat_template;
 }
 
-// SIGINT/SIGTERM are blocked in every thread and taken here, where a shutdown may block.
-// `drained` tells whether every in-flight request finished before the deadline. The same thread
-// notices an engine that turned fatal (a tensor-parallel rank died) and stops the server: the
-// requests in flight already ended with an error.
-void watch_signals(const sigset_t& signals, const std::atomic<bool>& serving, server::HttpServer& http,
-                   const server::AsyncEngine& engine, double timeout_seconds, bool& drained) {
-    const timespec poll = {0, 200'000'000};  // 200 ms
-    while (serving) {
-        int signal = sigtimedwait(&signals, nullptr, &poll);
-        if (!engine.healthy()) {
-            log_error("the engine failed: shutting the server down");
-            http.shutdown(1.0);
-            return;
-        }
-        if (signal < 0) continue;
-        log_info("received {}: shutting down (in-flight requests have {} s to finish)",
-                 signal == SIGINT ? "SIGINT" : "SIGTERM", timeout_seconds);
-        drained = http.shutdown(timeout_seconds);
-        return;
-    }
-}
-
 int run_serve(ServeArgs& args) {
     if (Status valid = check_serve_args(args); !valid.ok())
         return log_error("{}", valid.error().message), kExitUsage;
@@ -100,12 +76,7 @@ int run_serve(ServeArgs& args) {
                                                         args.http, args.engine,
                                                         args.shutdown_timeout_seconds});
     }
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts, so all inherit it
-    std::signal(SIGPIPE, SIG_IGN);                  // a client that hangs up is a failed write, not a crash
+    const sigset_t signals = block_shutdown_signals();
 
     // Creating a tensor-parallel engine pins this thread to rank 0's CPUs; the engine thread
     // (started below) inherits that, but the HTTP threads must not: on a 2-core machine they
@@ -134,29 +105,26 @@ int run_serve(ServeArgs& args) {
     server::HttpServer http(args.http, prompts, async_engine, metrics);
     auto port = http.bind();
     if (!port.ok()) return log_error("{}", port.error().message), kExitUsage;
-    std::atomic<bool> serving{true};
-    bool drained = true;
-    std::thread signal_thread(
-        [&] { watch_signals(signals, serving, http, async_engine, args.shutdown_timeout_seconds, drained); });
     log_info("serving {} (max_model_len {}) on http://{}:{}", info.served_name, info.max_model_len,
              args.http.host, port.value());
     log_info("listening on http://{}:{}", args.http.host, port.value());
-    Status served = http.serve();
-    if (!served.ok()) {
-        log_error("{}", served.error().message);
-        http.shutdown(0);
-    }
-    serving = false;
-    signal_thread.join();
+    ServeWatch watch;
+    watch.serve = [&] { return http.serve(); };
+    watch.shutdown = [&](double timeout_seconds) { return http.shutdown(timeout_seconds); };
+    watch.shutdown_timeout_seconds = args.shutdown_timeout_seconds;
+    // An engine that turned fatal (a tensor-parallel rank died) stops the server: the requests in
+    // flight already ended with an error.
+    watch.stopped_itself = [&] {
+        if (async_engine.healthy()) return false;
+        log_error("the engine failed: shutting the server down");
+        http.shutdown(1.0);
+        return true;
+    };
+    const ServeOutcome outcome = serve_until_signal(signals, watch);
     async_engine.stop();
     if (!async_engine.healthy()) return log_error("server stopped: the engine failed"), kExitRuntime;
-    if (!served.ok()) return exit_code_for(served.error());
-    if (!drained) {
-        log_warn("server stopped: some requests were aborted at the --shutdown-timeout deadline");
-        return kExitRuntime;
-    }
-    log_info("server stopped");
-    return kExitOk;
+    return exit_code_after_serving(outcome.served, outcome.drained, "server",
+                                   "some requests were aborted at the --shutdown-timeout deadline");
 }
 
 }  // namespace

@@ -6,11 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <thread>
-
-#include <pthread.h>
 
 #include "cli/exit_codes.h"
+#include "cli/serve_until_signal.h"
 #include "core/logging.h"
 #include "router/replica_plan.h"
 #include "router/replica_set.h"
@@ -66,16 +64,8 @@ Result<std::vector<router::ReplicaSpec>> replica_specs(const DataParallelArgs& a
 router::RouterServiceOptions router_options(const DataParallelArgs& args, router::PolicyKind policy) {
     router::RouterServiceOptions options;
     options.routing.policy.kind = policy;
-    router::RouterServerOptions& front = options.server;
-    front.host = args.http.host;
-    front.port = args.http.port;
-    front.api_key = args.http.api_key;
-    front.allow_unauthenticated_tokenize = args.http.allow_unauthenticated_tokenize;
-    front.http_threads = args.http.http_threads;
-    front.max_request_body_bytes = args.http.max_request_body_bytes;
-    front.max_connections = args.http.max_connections;
-    front.idle_timeout_seconds = args.http.idle_timeout_seconds;
-    front.request_timeout_seconds = args.http.request_timeout_seconds;
+    // The front listens and bounds its clients as serve's own would.
+    static_cast<server::HttpServerOptions&>(options.server) = args.http;
     return options;
 }
 
@@ -86,12 +76,7 @@ int run_data_parallel_serve(const DataParallelArgs& args) {
     if (!policy.ok()) return log_error("--data-parallel-policy: {}", policy.error().message), kExitUsage;
     auto specs = replica_specs(args);
     if (!specs.ok()) return log_error("{}", specs.error().message), kExitUsage;
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts, so all inherit it
-    std::signal(SIGPIPE, SIG_IGN);
+    const sigset_t signals = block_shutdown_signals();
 
     router::ReplicaSetOptions replica_options;
     std::error_code error;  // the binary's own path, so that `ps` shows what the replicas are
@@ -111,36 +96,16 @@ int run_data_parallel_serve(const DataParallelArgs& args) {
         replicas.stop(args.shutdown_timeout_seconds);
         return log_error("{}", started.error().message), kExitRuntime;
     }
-    std::atomic<bool> serving{true};
-    bool drained = true;
-    std::thread signal_thread([&] {
-        const timespec poll = {0, 200L * 1000 * 1000};
-        while (serving) {
-            const int signal = sigtimedwait(&signals, nullptr, &poll);
-            if (signal < 0) continue;
-            log_info("received {}: shutting down (in-flight requests have {} s to finish)",
-                     signal == SIGINT ? "SIGINT" : "SIGTERM", args.shutdown_timeout_seconds);
-            drained = service.shutdown(args.shutdown_timeout_seconds);
-            return;
-        }
-    });
     log_info("serving {} data-parallel replicas, policy {}", args.size, args.policy);
     log_info("listening on http://{}:{}", args.http.host, port.value());
-    Status served = service.serve();
-    if (!served.ok()) {
-        log_error("{}", served.error().message);
-        service.shutdown(0);
-    }
-    serving = false;
-    signal_thread.join();
+    ServeWatch watch;
+    watch.serve = [&] { return service.serve(); };
+    watch.shutdown = [&](double timeout_seconds) { return service.shutdown(timeout_seconds); };
+    watch.shutdown_timeout_seconds = args.shutdown_timeout_seconds;
+    const ServeOutcome outcome = serve_until_signal(signals, watch);
     const bool replicas_ok = replicas.stop(args.shutdown_timeout_seconds);
-    if (!served.ok()) return exit_code_for(served.error());
-    if (!drained || !replicas_ok) {
-        log_warn("server stopped: some requests were cut off, or a replica did not stop cleanly");
-        return kExitRuntime;
-    }
-    log_info("server stopped");
-    return kExitOk;
+    return exit_code_after_serving(outcome.served, outcome.drained && replicas_ok, "server",
+                                   "some requests were cut off, or a replica did not stop cleanly");
 }
 
 }  // namespace lmrun::cli

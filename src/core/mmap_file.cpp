@@ -52,6 +52,7 @@ void MmapFile::release(const void* begin, size_t bytes) const {
     const uintptr_t end = std::min(reinterpret_cast<uintptr_t>(first) + bytes,
                                    reinterpret_cast<uintptr_t>(data_) + size_bytes_);
     const uintptr_t end_page = (end + page - 1) / page * page;
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): a page-aligned address inside our own mapping.
     madvise(reinterpret_cast<void*>(start), end_page - start, MADV_DONTNEED);  // advice; failure is harmless
 }
 

@@ -108,6 +108,6 @@ inline Status ok_status() {
 // NOLINTEND(bugprone-macro-parentheses)
 #define LMRUN_RETURN_IF_ERROR(expr)                \
     do {                                           \
-        auto status_ = (expr);                     \
+        auto&& status_ = (expr);                   \
         if (!status_.ok()) return status_.error(); \
     } while (0)

@@ -125,12 +125,12 @@ ForwardContext ModelRunner::prepare_prefill(std::span<const RunnerSequence> seqs
             inputs.input_ids[token] = seq.token_ids[position];
             inputs.positions[token] = int32_t(position);
             inputs.slot_mapping[token] =
-                seq.block_table[position / block_size] * block_size + position % block_size;
+                int32_t(seq.block_table[position / block_size] * block_size + position % block_size);
         }
         inputs.cu_seqlens_q[s + 1] = int32_t(token);
         inputs.context_lens[s] = int32_t(context_len);
         std::copy(seq.block_table.begin(), seq.block_table.end(),
-                  inputs.block_tables.begin() + s * max_blocks_per_seq_);
+                  inputs.block_tables.begin() + std::ptrdiff_t(s * max_blocks_per_seq_));
         if (seq.sample) inputs.logit_rows[num_logit_rows++] = int32_t(token - 1);
     }
     context.num_tokens = context.num_padded_tokens = token;
@@ -163,7 +163,8 @@ ForwardContext ModelRunner::prepare_decode(std::span<const RunnerSequence> seqs,
         const int64_t position = seq.num_computed_tokens;
         inputs.input_ids[s] = seq.token_ids[position];
         inputs.positions[s] = int32_t(position);
-        inputs.slot_mapping[s] = seq.block_table[position / block_size] * block_size + position % block_size;
+        inputs.slot_mapping[s] =
+            int32_t(seq.block_table[position / block_size] * block_size + position % block_size);
         inputs.context_lens[s] = int32_t(position + 1);
         inputs.cu_seqlens_q[s + 1] = int32_t(s + 1);
         std::copy(seq.block_table.begin(), seq.block_table.end(),

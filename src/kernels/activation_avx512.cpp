@@ -1,6 +1,8 @@
 // AVX-512 silu(gate) * up rows (see activation.h).
 // GCC 12 reports _mm512_undefined_ps() inside its own intrinsics as maybe-uninitialized.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <immintrin.h>
 

@@ -8,7 +8,9 @@
 // thread walks whole tiles; one tile's weights (K/2 pairs × 256 B, ≤ 384 KiB here) stay in L2
 // while every row block passes over them, so DRAM sees each weight byte once per call.
 // GCC 12 reports _mm512_undefined_ps() inside its own intrinsics as maybe-uninitialized.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <immintrin.h>
 

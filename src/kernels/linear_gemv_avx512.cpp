@@ -2,7 +2,9 @@
 // BF16 weights are widened to F32 with a shift/mask (exact), so the result keeps F32-activation
 // accuracy; the loop is bound by the weight stream, not by the FMAs, for up to 4 rows.
 // GCC 12 reports _mm512_undefined_ps() inside its own intrinsics as maybe-uninitialized.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <immintrin.h>
 
@@ -22,7 +24,7 @@ struct Bf16Avx512 {
     static void run_rows(const uint16_t* w, int64_t num_pairs, const float* x, int64_t x_stride, float* acc) {
         __m512 sum[R][4];
         for (int r = 0; r < R; ++r)
-            for (int j = 0; j < 4; ++j) sum[r][j] = _mm512_loadu_ps(acc + r * kTileOutputs + 16 * j);
+            for (int64_t j = 0; j < 4; ++j) sum[r][j] = _mm512_loadu_ps(acc + r * kTileOutputs + 16 * j);
         const __m512i high_half = _mm512_set1_epi32(int32_t(0xffff0000u));
         for (int64_t p = 0; p < num_pairs; ++p) {
             __m512 x_even[R], x_odd[R];
@@ -31,7 +33,7 @@ struct Bf16Avx512 {
                 x_odd[r] = _mm512_set1_ps(x[r * x_stride + 2 * p + 1]);
             }
             const uint16_t* wp = w + p * kTileOutputs * 2;
-            for (int j = 0; j < 4; ++j) {
+            for (int64_t j = 0; j < 4; ++j) {
                 // 16 lanes of (w[k], w[k+1]) bf16 pairs: the low half is k, the high half k+1.
                 __m512i pairs = _mm512_loadu_si512(wp + 32 * j);
                 __m512 w_even = _mm512_castsi512_ps(_mm512_slli_epi32(pairs, 16));
@@ -43,7 +45,7 @@ struct Bf16Avx512 {
             }
         }
         for (int r = 0; r < R; ++r)
-            for (int j = 0; j < 4; ++j) _mm512_storeu_ps(acc + r * kTileOutputs + 16 * j, sum[r][j]);
+            for (int64_t j = 0; j < 4; ++j) _mm512_storeu_ps(acc + r * kTileOutputs + 16 * j, sum[r][j]);
     }
 
     // rows in [1, kMaxRows]; the tile's 64 outputs are one column slice (col = 0).
@@ -62,18 +64,18 @@ struct F32Avx512 {
     static void run_rows(const float* w, int64_t num_k, const float* x, int64_t x_stride, float* acc) {
         __m512 sum[R][4];
         for (int r = 0; r < R; ++r)
-            for (int j = 0; j < 4; ++j) sum[r][j] = _mm512_loadu_ps(acc + r * kTileOutputs + 16 * j);
+            for (int64_t j = 0; j < 4; ++j) sum[r][j] = _mm512_loadu_ps(acc + r * kTileOutputs + 16 * j);
         for (int64_t k = 0; k < num_k; ++k) {
             __m512 xk[R];
             for (int r = 0; r < R; ++r) xk[r] = _mm512_set1_ps(x[r * x_stride + k]);
             const float* wk = w + k * kTileOutputs;
-            for (int j = 0; j < 4; ++j) {
+            for (int64_t j = 0; j < 4; ++j) {
                 __m512 wv = _mm512_loadu_ps(wk + 16 * j);
                 for (int r = 0; r < R; ++r) sum[r][j] = _mm512_fmadd_ps(wv, xk[r], sum[r][j]);
             }
         }
         for (int r = 0; r < R; ++r)
-            for (int j = 0; j < 4; ++j) _mm512_storeu_ps(acc + r * kTileOutputs + 16 * j, sum[r][j]);
+            for (int64_t j = 0; j < 4; ++j) _mm512_storeu_ps(acc + r * kTileOutputs + 16 * j, sum[r][j]);
     }
 
     // rows in [1, kMaxRows]; the tile's 64 outputs are one column slice (col = 0).
@@ -94,12 +96,12 @@ void one_row_tiles(const uint16_t* first_tile, int64_t tile_elements, const floa
                    const float* bias, float* y, int64_t out_left) {
     __m512 acc[S][4];
     for (int s = 0; s < S; ++s)
-        for (int j = 0; j < 4; ++j) acc[s][j] = _mm512_setzero_ps();
+        for (int64_t j = 0; j < 4; ++j) acc[s][j] = _mm512_setzero_ps();
     const __m512i high_half = _mm512_set1_epi32(int32_t(0xffff0000u));
     auto step = [&](int64_t p, __m512 x_even, __m512 x_odd) {
         for (int s = 0; s < S; ++s) {
             const uint16_t* wp = first_tile + s * tile_elements + p * kTileOutputs * 2;
-            for (int j = 0; j < 4; ++j) {
+            for (int64_t j = 0; j < 4; ++j) {
                 __m512i pairs = _mm512_loadu_si512(wp + 32 * j);
                 acc[s][j] =
                     _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(pairs, 16)), x_even, acc[s][j]);

@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "core/check.h"
@@ -72,7 +73,7 @@ int32_t argmax_reference(const float* logits, int64_t vocab_size) {
 }
 
 void softmax_reference(float* logits, int64_t vocab_size, float temperature) {
-    double max = -INFINITY;
+    double max = -std::numeric_limits<double>::infinity();
     for (int64_t i = 0; i < vocab_size; ++i) max = std::max(max, double(logits[i]));
     std::vector<double> e(static_cast<size_t>(vocab_size));
     double sum = 0;

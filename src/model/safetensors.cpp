@@ -211,7 +211,7 @@ Status SafetensorsFile::parse_header() {
         index_by_name_[it.key()] = tensors_.size();
         spans.push_back(DataSpan{begin, end, it.key()});
         tensors_.push_back(
-            TensorInfo{it.key(), *dtype, std::move(shape), buffer + begin, size_t(nbytes), file_path});
+            TensorInfo{it.key(), *dtype, std::move(shape), buffer + begin, size_t(nbytes), file_path, true});
     }
     return check_buffer_tiling(std::move(spans), buffer_bytes, file_path);
 }

@@ -27,6 +27,10 @@ struct TensorInfo {
     const void* data = nullptr;  // into the mapping; may be unaligned for its dtype
     size_t nbytes = 0;
     std::string file_path;  // for error messages
+    // Whether `data` points into a read-only file mapping (SafetensorsFile), whose pages a loader
+    // may drop once copied: they fault back in from the file. Anything else (a test's vector, a
+    // buffer) must not be dropped: MADV_DONTNEED would zero it.
+    bool file_mapped = false;
 
     int64_t numel() const;
     std::string shape_string() const;

@@ -103,9 +103,11 @@ bool has_non_finite(const void* row, DType dtype, int64_t count) {
 // memory no longer counts every page it touched, which for a row-parallel slice is the whole
 // tensor. So a rank's resident memory while loading is its shard plus about one tensor.
 void release_source_pages(const TensorInfo& src) {
+    if (!src.file_mapped) return;
     const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
     const uintptr_t begin = (reinterpret_cast<uintptr_t>(src.data) + page - 1) / page * page;
     const uintptr_t end = (reinterpret_cast<uintptr_t>(src.data) + src.nbytes) / page * page;
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): page-aligned addresses inside the checkpoint's mapping.
     if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 

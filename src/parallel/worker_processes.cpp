@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "core/logging.h"
 #include "parallel/multiproc_executor.h"
 #include "parallel/worker_main.h"
 
@@ -128,7 +129,8 @@ Result<std::unique_ptr<WorkerProcesses>> WorkerProcesses::start(const WorkerLaun
 }
 
 WorkerProcesses::~WorkerProcesses() {
-    stop(5.0);
+    // A destructor has nobody to return it to: say it in the log.
+    if (Status stopped = stop(5.0); !stopped.ok()) log_warn("{}", stopped.error().message);
     if (stop_event_fd_ >= 0) close(stop_event_fd_);
 }
 

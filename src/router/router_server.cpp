@@ -1,8 +1,6 @@
 #include "router/router_server.h"
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 
 #include "core/logging.h"
 #include "router/metrics_sum.h"
@@ -11,7 +9,6 @@
 namespace lmrun::router {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using server::ApiError;
 using server::HttpResponse;
 
@@ -19,15 +16,6 @@ constexpr const char* kProxiedRoutes[][2] = {
     {"POST", "/v1/completions"}, {"POST", "/v1/chat/completions"}, {"GET", "/v1/models"},
     {"POST", "/tokenize"},       {"POST", "/detokenize"},
 };
-
-server::TransportOptions transport_options(const RouterServerOptions& options) {
-    server::TransportOptions transport;
-    transport.max_body_bytes = options.max_request_body_bytes;
-    transport.max_connections = unsigned(options.max_connections);
-    transport.idle_timeout_seconds = unsigned(options.idle_timeout_seconds);
-    transport.read_budget_seconds = options.request_timeout_seconds;
-    return transport;
-}
 
 // The workers' /metrics, gathered for one scrape of the router's.
 struct MetricsGather {
@@ -62,27 +50,20 @@ RouterServer::RouterServer(RouterServerOptions options, Router& router, Upstream
       workers_(options_.http_threads),
       context_{router_, client_,        workers_,
                calls_,  options_.proxy, [this](int32_t worker_id) { on_worker_down(worker_id); }},
-      transport_(
-          transport_options(options_),
+      lifecycle_(
+          options_,
           server::TransportHooks{
               [this](const std::shared_ptr<server::HttpExchange>& exchange) { route(exchange); },
               [this](const server::HttpRequest& request, int status) { on_completed(request, status); },
-              {}}) {}
-
-RouterServer::~RouterServer() {
-    transport_.stop();
-    workers_.stop();
-}
+              {}},
+          workers_) {}
 
 Result<int> RouterServer::bind() {
-    return transport_.listen(options_.host, options_.port);
+    return lifecycle_.bind();
 }
 
 Status RouterServer::serve() {
-    LMRUN_RETURN_IF_ERROR(transport_.start());
-    std::unique_lock lock(mutex_);
-    stopped_changed_.wait(lock, [&] { return stopped_; });
-    return ok_status();
+    return lifecycle_.serve();
 }
 
 void RouterServer::on_worker_down(int32_t worker_id) {
@@ -95,7 +76,7 @@ void RouterServer::route(const std::shared_ptr<server::HttpExchange>& exchange) 
     const server::HttpRequest& request = exchange->request();
     if (request.method == "GET" && request.path == "/health") {
         HttpResponse response;
-        response.status = !draining_ && router_.num_routable() > 0 ? 200 : 503;
+        response.status = !lifecycle_.draining() && router_.num_routable() > 0 ? 200 : 503;
         return exchange->respond(std::move(response));
     }
     if (request.method == "GET" && request.path == "/metrics") return answer_metrics(exchange);
@@ -113,7 +94,7 @@ void RouterServer::route(const std::shared_ptr<server::HttpExchange>& exchange) 
                                             "not_found",
                                             {}}));
     }
-    if (draining_)
+    if (lifecycle_.draining())
         return exchange->respond(server::error_response(server::unavailable("the router is shutting down")));
     auto call = std::make_shared<ProxyCall>(context_, exchange);
     if (!workers_.post([call] { call->start(); }))
@@ -149,33 +130,18 @@ void RouterServer::on_completed(const server::HttpRequest& request, int status) 
 }
 
 bool RouterServer::shutdown(double timeout_seconds) {
-    const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                          std::chrono::duration<double>(timeout_seconds));
-    draining_ = true;
-    // Calls in flight get the time up to the deadline but a reserve for cutting off the rest.
-    const Clock::time_point cut_off =
-        deadline - std::chrono::duration_cast<Clock::duration>(
-                       std::chrono::duration<double>(std::min(1.0, timeout_seconds / 10)));
-    while (calls_.size() > 0 && Clock::now() < cut_off)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    bool drained = calls_.size() == 0;
+    const server::ShutdownDeadline shutdown = lifecycle_.begin_shutdown(timeout_seconds);
+    // Calls in flight get the time up to the cut-off, the rest is a reserve for cutting them off.
+    const auto no_calls = [&] { return calls_.size() == 0; };
+    const bool drained = server::poll_until(no_calls, shutdown.cut_off);
     if (!drained) {
         const std::vector<std::shared_ptr<ProxyCall>> left = calls_.all();
         log_warn("shutdown: the deadline is reached; aborting {} unfinished sequences (requests in flight)",
                  left.size());
         for (const auto& call : left) call->interrupt(Interruption::Stopping);
+        server::poll_until(no_calls, shutdown.deadline);
     }
-    while ((calls_.size() > 0 || transport_.num_open_exchanges() > 0) && Clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (transport_.num_open_exchanges() > 0) drained = false;
-    transport_.stop();
-    workers_.stop();
-    {
-        std::lock_guard lock(mutex_);
-        stopped_ = true;
-    }
-    stopped_changed_.notify_all();
-    return drained;
+    return lifecycle_.finish(shutdown) && drained;
 }
 
 }  // namespace lmrun::router

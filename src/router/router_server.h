@@ -7,37 +7,28 @@
 //   GET /metrics: the workers' metrics summed (metrics_sum.h) and the router's own.
 // The request body is read by a worker thread (to route it), never on the I/O thread.
 //
-// Lifecycle as HttpServer's: bind() -> serve() (blocks) ; shutdown(timeout) from another
-// thread: new requests get 503, calls in flight may finish until the deadline, the rest
-// are then cut off (503, or an error event for a stream), and serve() returns.
+// Lifecycle as HttpServer's (server/http_server_lifecycle.h): bind() -> serve() (blocks) ;
+// shutdown(timeout) from another thread: new requests get 503, calls in flight may finish
+// until the deadline, the rest are then cut off (503, or an error event for a stream), and
+// serve() returns.
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
-#include <string>
 
 #include "core/result.h"
 #include "router/proxy_call.h"
 #include "router/router.h"
 #include "router/upstream_client.h"
 #include "server/auth.h"
+#include "server/http_server_lifecycle.h"
+#include "server/http_server_options.h"
 #include "server/http_transport.h"
 #include "server/worker_pool.h"
 
 namespace lmrun::router {
 
-struct RouterServerOptions {
-    std::string host = "127.0.0.1";
-    int port = 8000;
-    std::string api_key;
-    bool allow_unauthenticated_tokenize = false;
-    int http_threads = 4;
-    size_t max_request_body_bytes = size_t(64) << 20;
-    int max_connections = 1024;
-    int idle_timeout_seconds = 10;
-    double request_timeout_seconds = 30;
+// The front's listening and client limits are `lmrun serve`'s, with the same defaults.
+struct RouterServerOptions : server::HttpServerOptions {
     double metrics_timeout_seconds = 2;  // each worker's /metrics, when the router's is scraped
     ProxyOptions proxy;
 };
@@ -45,7 +36,6 @@ struct RouterServerOptions {
 class RouterServer {
   public:
     RouterServer(RouterServerOptions options, Router& router, UpstreamClient& client);
-    ~RouterServer();
 
     Result<int> bind();
     Status serve();
@@ -66,12 +56,7 @@ class RouterServer {
     server::WorkerPool workers_;
     CallRegistry calls_;
     ProxyContext context_;
-    server::HttpTransport transport_;
-    std::atomic<bool> draining_{false};
-
-    std::mutex mutex_;
-    std::condition_variable stopped_changed_;
-    bool stopped_ = false;
+    server::HttpServerLifecycle lifecycle_;  // last: destroyed first, it stops the threads that use the rest
 };
 
 }  // namespace lmrun::router

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -35,15 +34,6 @@ constexpr Route kRoutes[] = {
     {"POST", "/detokenize", answer_at_once<handle_detokenize>},
 };
 
-TransportOptions transport_options(const HttpServerOptions& options) {
-    TransportOptions transport;
-    transport.max_body_bytes = options.max_request_body_bytes;
-    transport.max_connections = unsigned(options.max_connections);
-    transport.idle_timeout_seconds = unsigned(options.idle_timeout_seconds);
-    transport.read_budget_seconds = options.request_timeout_seconds;
-    return transport;
-}
-
 // GET /load: what a router needs to balance, cheap enough to poll every second.
 HttpResponse load_response(const EngineGauges& gauges, bool draining) {
     HttpResponse response;
@@ -73,26 +63,21 @@ HttpServer::HttpServer(HttpServerOptions options, const PromptProcessor& prompts
       metrics_(metrics),
       workers_(options_.http_threads),
       context_(std::make_unique<EndpointContext>(EndpointContext{prompts, engine, metrics, workers_})),
-      transport_(
-          transport_options(options_),
+      lifecycle_(
+          options_,
           TransportHooks{[this](const ExchangePtr& exchange) { route(exchange); },
                          [this](const HttpRequest& request, int status) { on_completed(request, status); },
-                         [this] { metrics_.count_dropped_connection(); }}) {}
+                         [this] { metrics_.count_dropped_connection(); }},
+          workers_) {}
 
-HttpServer::~HttpServer() {
-    transport_.stop();
-    workers_.stop();
-}
+HttpServer::~HttpServer() = default;
 
 Result<int> HttpServer::bind() {
-    return transport_.listen(options_.host, options_.port);
+    return lifecycle_.bind();
 }
 
 Status HttpServer::serve() {
-    LMRUN_RETURN_IF_ERROR(transport_.start());
-    std::unique_lock lock(mutex_);
-    stopped_changed_.wait(lock, [&] { return stopped_; });
-    return ok_status();
+    return lifecycle_.serve();
 }
 
 // On an I/O thread: cheap answers here, the rest on a worker.
@@ -100,11 +85,11 @@ void HttpServer::route(const ExchangePtr& exchange) {
     const HttpRequest& request = exchange->request();
     if (request.method == "GET" && request.path == "/health") {
         HttpResponse response;
-        response.status = draining_ || !engine_.healthy() ? 503 : 200;
+        response.status = lifecycle_.draining() || !engine_.healthy() ? 503 : 200;
         return exchange->respond(std::move(response));
     }
     if (request.method == "GET" && request.path == "/load")
-        return exchange->respond(load_response(metrics_.gauges(), draining_));
+        return exchange->respond(load_response(metrics_.gauges(), lifecycle_.draining()));
     if (request.method == "GET" && request.path == "/metrics") {
         HttpResponse response;
         response.content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -145,31 +130,17 @@ void HttpServer::on_completed(const HttpRequest& request, int status) {
 }
 
 bool HttpServer::shutdown(double timeout_seconds) {
-    const Clock::time_point deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                          std::chrono::duration<double>(timeout_seconds));
-    draining_ = true;
+    const ShutdownDeadline shutdown = lifecycle_.begin_shutdown(timeout_seconds);
     engine_.stop_accepting();
-    // In-flight requests get the time up to the deadline but a reserve for aborting the rest and closing.
-    const double reserve = std::min(1.0, timeout_seconds / 10);
-    bool drained = engine_.wait_idle(std::max(0.0, timeout_seconds - reserve));
+    // In-flight requests get the time up to the cut-off, the rest is a reserve for aborting and closing.
+    bool drained = engine_.wait_idle(seconds_until(shutdown.cut_off));
     if (!drained) {
         log_warn("shutdown: the deadline is reached; aborting {} unfinished sequences",
                  engine_.num_admitted_sequences());
         engine_.abort_all();
-        engine_.wait_idle(seconds_until(deadline));
+        engine_.wait_idle(seconds_until(shutdown.deadline));
     }
-    // Answers and the ends of streams are written after the engine finished them.
-    while (transport_.num_open_exchanges() > 0 && Clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (transport_.num_open_exchanges() > 0) drained = false;
-    transport_.stop();
-    workers_.stop();
-    {
-        std::lock_guard lock(mutex_);
-        stopped_ = true;
-    }
-    stopped_changed_.notify_all();
-    return drained;
+    return lifecycle_.finish(shutdown) && drained;
 }
 
 }  // namespace lmrun::server

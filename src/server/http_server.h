@@ -8,22 +8,20 @@
 // pool of http_threads workers that parse, validate, tokenize and build responses;
 // generation waits for the engine thread without holding any thread.
 //
-// Lifecycle: bind() -> serve() (blocks) ; shutdown(timeout) from another thread: new
-// generation requests get 503 and /health 503, in-flight requests may finish until the
-// deadline, what is left is then aborted, every connection (slow clients included) is
-// closed, and serve() returns. shutdown() returns within the timeout (plus the time a
+// Lifecycle (http_server_lifecycle.h): bind() -> serve() (blocks) ; shutdown(timeout) from
+// another thread: new generation requests get 503 and /health 503, in-flight requests may
+// finish until the deadline, what is left is then aborted, every connection (slow clients
+// included) is closed, and serve() returns. shutdown() returns within the timeout (plus the time a
 // handler already running needs to finish, e.g. tokenizing one request).
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
-#include <string>
 
 #include "core/result.h"
 #include "server/async_engine.h"
 #include "server/auth.h"
+#include "server/http_server_lifecycle.h"
+#include "server/http_server_options.h"
 #include "server/http_transport.h"
 #include "server/metrics.h"
 #include "server/prompt_processor.h"
@@ -33,23 +31,11 @@ namespace lmrun::server {
 
 struct EndpointContext;
 
-struct HttpServerOptions {
-    std::string host = "127.0.0.1";
-    int port = 8000;      // 0 = any free port (bind() returns it)
-    std::string api_key;  // empty = no auth
-    bool allow_unauthenticated_tokenize = false;
-    int http_threads = 4;  // workers: parse, tokenize, build responses
-    size_t max_request_body_bytes = size_t(64) << 20;
-    int max_connections = 1024;
-    int idle_timeout_seconds = 10;        // a connection with no byte either way for this long is closed
-    double request_timeout_seconds = 30;  // headers and body of a request must arrive within this
-};
-
 class HttpServer {
   public:
     HttpServer(HttpServerOptions options, const PromptProcessor& prompts, AsyncEngine& engine,
                ServerMetrics& metrics);
-    ~HttpServer();
+    ~HttpServer();  // where EndpointContext is complete
 
     Result<int> bind();  // the bound port
     Status serve();      // until shutdown() has finished
@@ -66,12 +52,7 @@ class HttpServer {
     ServerMetrics& metrics_;
     WorkerPool workers_;
     std::unique_ptr<EndpointContext> context_;
-    HttpTransport transport_;
-    std::atomic<bool> draining_{false};
-
-    std::mutex mutex_;
-    std::condition_variable stopped_changed_;
-    bool stopped_ = false;
+    HttpServerLifecycle lifecycle_;  // last: destroyed first, it stops the threads that use the rest
 };
 
 }  // namespace lmrun::server

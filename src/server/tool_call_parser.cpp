@@ -49,6 +49,35 @@ std::optional<std::pair<std::string, std::string>> parse_call_object(std::string
     return std::make_pair(call["name"].get<std::string>(), std::move(text_arguments));
 }
 
+// Where a character of JSON text stands: in the structure (an opening quote included), inside a
+// string literal (escapes included), or the quote that closes one.
+enum class JsonChar { Structure, InString, StringEnd };
+
+// Follows string literals through JSON text one character at a time, so that a scan of the
+// structure passes over brackets, commas and quotes inside strings.
+class JsonStringScanner {
+  public:
+    JsonChar next(char c) {
+        if (!in_string_) {
+            in_string_ = c == '"';
+            return JsonChar::Structure;
+        }
+        if (escaped_) {
+            escaped_ = false;
+        } else if (c == '\\') {
+            escaped_ = true;
+        } else if (c == '"') {
+            in_string_ = false;
+            return JsonChar::StringEnd;
+        }
+        return JsonChar::InString;
+    }
+
+  private:
+    bool in_string_ = false;
+    bool escaped_ = false;
+};
+
 // Where each element of the constrained array [{"name": N, "parameters": V}, ...] is,
 // as far as the text goes.
 struct ElementSpan {
@@ -61,7 +90,8 @@ struct ElementSpan {
 std::vector<ElementSpan> scan_required(std::string_view text) {
     std::vector<ElementSpan> elements;
     int depth = 0;
-    bool in_string = false, escaped = false, expecting_key = false, value_pending = false;
+    JsonStringScanner strings;
+    bool expecting_key = false, value_pending = false;
     size_t string_begin = 0;
     std::string key, value_key;
     auto end_value = [&](size_t at) {
@@ -76,23 +106,18 @@ std::vector<ElementSpan> scan_required(std::string_view text) {
     };
     for (size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
-        if (in_string) {
-            if (escaped) {
-                escaped = false;
-            } else if (c == '\\') {
-                escaped = true;
-            } else if (c == '"') {
-                in_string = false;
-                if (depth != 2) continue;
-                Json decoded = Json::parse(text.substr(string_begin, i + 1 - string_begin), nullptr, false);
-                const std::string value = decoded.is_string() ? decoded.get<std::string>() : std::string();
-                if (expecting_key) {
-                    key = value;
-                    expecting_key = false;
-                } else if (value_key == "name" && !elements.empty()) {
-                    elements.back().name = value;
-                    elements.back().has_name = true;
-                }
+        const JsonChar kind = strings.next(c);
+        if (kind == JsonChar::InString) continue;
+        if (kind == JsonChar::StringEnd) {
+            if (depth != 2) continue;
+            Json decoded = Json::parse(text.substr(string_begin, i + 1 - string_begin), nullptr, false);
+            const std::string value = decoded.is_string() ? decoded.get<std::string>() : std::string();
+            if (expecting_key) {
+                key = value;
+                expecting_key = false;
+            } else if (value_key == "name" && !elements.empty()) {
+                elements.back().name = value;
+                elements.back().has_name = true;
             }
             continue;
         }
@@ -103,7 +128,6 @@ std::vector<ElementSpan> scan_required(std::string_view text) {
         }
         switch (c) {
             case '"':
-                in_string = true;
                 string_begin = i;
                 break;
             case '{':
@@ -298,21 +322,12 @@ void ToolCallParser::drain_llama3(bool final, AnswerDelta& out) {
     // Objects separated by ';' at the top level.
     std::vector<std::pair<std::string, std::string>> parsed;
     int depth = 0;
-    bool in_string = false, escaped = false, ok = true;
+    JsonStringScanner strings;
+    bool ok = true;
     size_t begin = 0;
     for (size_t i = 0; i <= body.size() && ok; ++i) {
         const char c = i < body.size() ? body[i] : ';';
-        if (in_string) {
-            if (escaped) {
-                escaped = false;
-            } else if (c == '\\') {
-                escaped = true;
-            } else if (c == '"') {
-                in_string = false;
-            }
-            continue;
-        }
-        if (c == '"') in_string = true;
+        if (strings.next(c) != JsonChar::Structure) continue;
         if (c == '{' || c == '[') ++depth;
         if (c == '}' || c == ']') --depth;
         if (c == ';' && depth == 0) {

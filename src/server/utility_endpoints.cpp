@@ -82,14 +82,20 @@ std::optional<ApiError> tokenize_body(const EndpointContext& context, const Json
     return context.prompts.encode_prompt(completion.prompts.front(), completion.add_special_tokens, ids);
 }
 
+// The body of a /tokenize or /detokenize request, whose "model" (optional) must be the served one.
+std::optional<ApiError> parse_body_for_model(const EndpointContext& context, const HttpRequest& request,
+                                             Json& body) {
+    if (auto error = parse_body(request, body)) return error;
+    std::string model;
+    if (auto error = read_string(body, "model", model)) return error;
+    return check_model(context, model);
+}
+
 }  // namespace
 
 HttpResponse handle_tokenize(EndpointContext& context, const HttpRequest& request) {
     Json body;
-    if (auto error = parse_body(request, body)) return error_response(*error);
-    std::string model;
-    if (auto error = read_string(body, "model", model)) return error_response(*error);
-    if (auto error = check_model(context, model)) return error_response(*error);
+    if (auto error = parse_body_for_model(context, request, body)) return error_response(*error);
     bool return_token_strs = false;
     if (auto error = read_bool(body, "return_token_strs", return_token_strs)) return error_response(*error);
     std::vector<int32_t> ids;
@@ -108,10 +114,7 @@ HttpResponse handle_tokenize(EndpointContext& context, const HttpRequest& reques
 
 HttpResponse handle_detokenize(EndpointContext& context, const HttpRequest& request) {
     Json body;
-    if (auto error = parse_body(request, body)) return error_response(*error);
-    std::string model;
-    if (auto error = read_string(body, "model", model)) return error_response(*error);
-    if (auto error = check_model(context, model)) return error_response(*error);
+    if (auto error = parse_body_for_model(context, request, body)) return error_response(*error);
     const Json* tokens = find_field(body, "tokens");
     if (!tokens || !tokens->is_array())
         return error_response(invalid_request("tokens must be an array of token ids", "tokens"));

@@ -62,7 +62,7 @@ std::string quantifier(int32_t min_repeat, int32_t max_repeat) {
 
 }  // namespace
 
-std::vector<CodepointRange> normalize_ranges(std::vector<CodepointRange> ranges) {
+std::vector<CodepointRange> normalize_ranges(const std::vector<CodepointRange>& ranges) {
     std::vector<CodepointRange> split;
     for (CodepointRange range : ranges) {
         if (range.first > range.last) continue;
@@ -131,18 +131,18 @@ ExprId Grammar::ref(RuleId rule) {
 }
 
 ExprId Grammar::sequence(std::vector<ExprId> items) {
-    if (items.size() == 1) return items[0];
-    Expr expr;
-    expr.kind = ExprKind::Sequence;
-    expr.children = std::move(items);
-    return add(std::move(expr));
+    return group(ExprKind::Sequence, std::move(items));
 }
 
 ExprId Grammar::choice(std::vector<ExprId> alternatives) {
-    if (alternatives.size() == 1) return alternatives[0];
+    return group(ExprKind::Choice, std::move(alternatives));
+}
+
+ExprId Grammar::group(ExprKind kind, std::vector<ExprId> children) {
+    if (children.size() == 1) return children[0];
     Expr expr;
-    expr.kind = ExprKind::Choice;
-    expr.children = std::move(alternatives);
+    expr.kind = kind;
+    expr.children = std::move(children);
     return add(std::move(expr));
 }
 
@@ -161,7 +161,7 @@ ExprId Grammar::repeat(ExprId item, int32_t min_repeat, int32_t max_repeat) {
 RuleId Grammar::add_rule(std::string_view name) {
     std::string unique(name);
     for (int suffix = 1; find_rule(unique) >= 0; ++suffix) unique = fmt::format("{}-{}", name, suffix);
-    rules_.push_back(Rule{std::move(unique), -1});
+    rules_.push_back(Rule{std::move(unique), -1, {}});
     return RuleId(rules_.size() - 1);
 }
 

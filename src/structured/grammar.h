@@ -91,6 +91,8 @@ class Grammar {
 
   private:
     ExprId add(Expr expr);
+    // A sequence or choice of `children`; one child stands for itself.
+    ExprId group(ExprKind kind, std::vector<ExprId> children);
 
     std::vector<Expr> exprs_;
     std::vector<Rule> rules_;
@@ -99,7 +101,7 @@ class Grammar {
 
 // Sorts and merges ranges; drops surrogates. Used by char_class and by callers
 // that combine classes.
-std::vector<CodepointRange> normalize_ranges(std::vector<CodepointRange> ranges);
+std::vector<CodepointRange> normalize_ranges(const std::vector<CodepointRange>& ranges);
 // The complement of normalized ranges over [0, kMaxCodepoint] minus surrogates.
 std::vector<CodepointRange> complement_ranges(const std::vector<CodepointRange>& ranges);
 

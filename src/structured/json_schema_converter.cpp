@@ -252,8 +252,8 @@ class SchemaConverter {
     Result<ExprId> convert_typed(const Json& schema, const std::string& type, const std::string& path,
                                  int depth) {
         if (type == "string") return convert_string(schema, path);
-        if (type == "integer") return convert_integer(schema, path);
-        if (type == "number") return convert_number(schema, path);
+        if (type == "integer") return convert_numeric(schema, path, /*integer=*/true);
+        if (type == "number") return convert_numeric(schema, path, /*integer=*/false);
         if (type == "boolean") return values_.boolean();
         if (type == "null") return values_.null();
         if (type == "object") return convert_object(schema, path, depth);
@@ -345,20 +345,12 @@ class SchemaConverter {
         return ok_status();
     }
 
-    Result<ExprId> convert_integer(const Json& schema, const std::string& path) {
+    // "integer" or "number", unbounded or within its bounds.
+    Result<ExprId> convert_numeric(const Json& schema, const std::string& path, bool integer) {
         std::optional<int64_t> lo, hi;
         LMRUN_RETURN_IF_ERROR(read_bounds(schema, path, lo, hi));
-        if (!lo && !hi) return values_.integer();
-        auto range = values_.integer_range(lo, hi);
-        if (!range.ok()) return error(path, "{}", range.error().message);
-        return *range;
-    }
-
-    Result<ExprId> convert_number(const Json& schema, const std::string& path) {
-        std::optional<int64_t> lo, hi;
-        LMRUN_RETURN_IF_ERROR(read_bounds(schema, path, lo, hi));
-        if (!lo && !hi) return values_.number();
-        auto range = values_.number_range(lo, hi);
+        if (!lo && !hi) return integer ? values_.integer() : values_.number();
+        auto range = integer ? values_.integer_range(lo, hi) : values_.number_range(lo, hi);
         if (!range.ok()) return error(path, "{}", range.error().message);
         return *range;
     }
@@ -380,6 +372,7 @@ class SchemaConverter {
 std::shared_ptr<const TokenVocabulary> byte_vocabulary() {
     static const auto vocabulary = [] {
         std::vector<std::string> bytes;
+        bytes.reserve(256);
         for (int b = 0; b < 256; ++b) bytes.emplace_back(1, char(b));
         return TokenVocabulary::from_token_bytes(std::move(bytes), {});
     }();
@@ -486,6 +479,7 @@ Result<ExprId> SchemaConverter::convert_object(const Json& schema, const std::st
         }
         const RuleId key_rule = g.add_rule(fmt::format("obj{}-key", object_id), key);
         std::vector<std::string> spelled;
+        spelled.reserve(member_names.size());
         for (const std::string& name : member_names) spelled.push_back(Json(name).dump());
         g.set_excluded_words(key_rule, std::move(spelled));
         key = g.ref(key_rule);
@@ -536,15 +530,16 @@ Result<ExprId> SchemaConverter::convert_array(const Json& schema, const std::str
     int64_t low = min_items.value_or(0);
     int64_t high = max_items.value_or(-1);  // -1: unbounded
     ExprId item = -1;
-    const bool items_closed = schema.contains("items") && schema["items"] == Json(false);
+    // "items": false, or a draft-4 tuple (an array of schemas) without additionalItems: no more
+    // items than the prefix.
+    const bool items_closed =
+        schema.contains("items") && (schema["items"] == Json(false) || schema["items"].is_array());
     if (items_closed) {
         high = high < 0 ? k : std::min(high, k);
-    } else if (!(schema.contains("items") && schema["items"].is_array())) {
+    } else {
         const Json items = schema.contains("items") ? schema["items"] : Json(true);
         LMRUN_ASSIGN_OR_RETURN(ExprId converted, convert(items, path + "/items", depth + 1));
         item = g.ref(g.add_rule("item", converted));
-    } else {
-        high = high < 0 ? k : std::min(high, k);  // draft-4 tuple without additionalItems: no more
     }
     if (high >= 0 && high < low) return error(path, "maxItems is below minItems (or the items allowed)");
     const ExprId comma = g.literal(", ");

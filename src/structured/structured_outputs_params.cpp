@@ -113,6 +113,7 @@ Result<Grammar> build_grammar(const StructuredOutputsParams& params) {
             if (params.choices.empty()) return make_error("choice must list at least one string");
             Grammar grammar;
             std::vector<ExprId> alternatives;
+            alternatives.reserve(params.choices.size());
             for (const std::string& choice : params.choices) alternatives.push_back(grammar.literal(choice));
             grammar.set_root(grammar.add_rule("root", grammar.choice(std::move(alternatives))));
             return grammar;

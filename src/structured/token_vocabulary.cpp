@@ -40,8 +40,8 @@ std::optional<std::string> fallback_byte(const std::string& piece) {
 // What token `id` adds to the text when it follows other tokens.
 std::string token_text_bytes(const Tokenizer& tokenizer, int32_t id) {
     const int32_t one[] = {id};
-    const std::string decoded = tokenizer.decode_chunk(one, /*skip_special_tokens=*/false,
-                                                       /*at_sequence_start=*/false);
+    std::string decoded = tokenizer.decode_chunk(one, /*skip_special_tokens=*/false,
+                                                 /*at_sequence_start=*/false);
     const std::string piece = tokenizer.id_to_token(id);
     if (auto raw = byte_level_bytes(piece); raw && unicode::utf8_lossy(*raw) == decoded) return *raw;
     if (tokenizer.is_fallback_byte(id)) {

@@ -123,8 +123,8 @@ Status BpeModel::load_vocab(std::vector<std::pair<std::string, int64_t>>& vocab)
             return make_error("model.vocab: id {} of '{}' is out of range [0, {})", id, token, kMaxTokenIds);
         max_id = std::max(max_id, static_cast<int32_t>(id));
     }
-    id_to_token_.assign(static_cast<size_t>(max_id + 1), std::string());
-    has_id_.assign(static_cast<size_t>(max_id + 1), false);
+    id_to_token_.assign(static_cast<size_t>(max_id) + 1, std::string());
+    has_id_.assign(static_cast<size_t>(max_id) + 1, false);
     for (auto& [token, id] : vocab) {
         if (has_id_[id]) return make_error("model.vocab: id {} is used twice", id);
         has_id_[id] = true;

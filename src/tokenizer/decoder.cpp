@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tokenizer/byte_level.h"
+#include "tokenizer/component_steps.h"
 #include "tokenizer/unicode.h"
 
 namespace lmrun {
@@ -93,18 +94,12 @@ Result<Decoder> Decoder::from_json(const nlohmann::json& spec) {
     Decoder decoder;
     if (spec.is_null()) return decoder;
     decoder.has_decoder_ = true;
-    LMRUN_RETURN_IF_ERROR(append_steps(spec, decoder.steps_));
+    LMRUN_RETURN_IF_ERROR(append_component_steps(spec, "decoder", "decoders", decoder.steps_, read_step));
     for (const Step& step : decoder.steps_) decoder.has_byte_fallback_ |= step.kind == Kind::ByteFallback;
     return decoder;
 }
 
-Status Decoder::append_steps(const nlohmann::json& spec, std::vector<Step>& steps) {
-    if (!spec.is_object() || !spec.contains("type")) return make_error("decoder without a type");
-    const std::string type = spec["type"].get<std::string>();
-    if (type == "Sequence") {
-        for (const auto& child : spec.at("decoders")) LMRUN_RETURN_IF_ERROR(append_steps(child, steps));
-        return ok_status();
-    }
+Result<Decoder::Step> Decoder::read_step(const std::string& type, const nlohmann::json& spec) {
     Step step;
     if (type == "ByteLevel") {
         step.kind = Kind::ByteLevel;
@@ -129,8 +124,7 @@ Status Decoder::append_steps(const nlohmann::json& spec, std::vector<Step>& step
     } else {
         return make_error(ErrorKind::Unsupported, "unsupported decoder type '{}'", type);
     }
-    steps.push_back(std::move(step));
-    return ok_status();
+    return step;
 }
 
 std::vector<std::string> Decoder::apply(const Step& step, std::vector<std::string> tokens, bool at_start) {

@@ -38,7 +38,8 @@ class Decoder {
         size_t strip_stop = 0;
         bool metaspace_strip_first = true;
     };
-    static Status append_steps(const nlohmann::json& spec, std::vector<Step>& steps);
+    // One step of the section (not a Sequence: component_steps.h flattens those).
+    static Result<Step> read_step(const std::string& type, const nlohmann::json& spec);
     static std::vector<std::string> apply(const Step& step, std::vector<std::string> tokens, bool at_start);
 
     std::vector<Step> steps_;

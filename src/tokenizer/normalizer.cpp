@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tokenizer/component_steps.h"
+
 namespace lmrun {
 
 namespace {
@@ -35,17 +37,14 @@ std::string strip_whitespace(std::string_view text, bool left, bool right) {
 
 Result<Normalizer> Normalizer::from_json(const nlohmann::json& spec) {
     Normalizer normalizer;
-    if (!spec.is_null()) LMRUN_RETURN_IF_ERROR(append_steps(spec, normalizer.steps_));
+    if (!spec.is_null()) {
+        LMRUN_RETURN_IF_ERROR(
+            append_component_steps(spec, "normalizer", "normalizers", normalizer.steps_, read_step));
+    }
     return normalizer;
 }
 
-Status Normalizer::append_steps(const nlohmann::json& spec, std::vector<Step>& steps) {
-    if (!spec.is_object() || !spec.contains("type")) return make_error("normalizer without a type");
-    const std::string type = spec["type"].get<std::string>();
-    if (type == "Sequence") {
-        for (const auto& child : spec.at("normalizers")) LMRUN_RETURN_IF_ERROR(append_steps(child, steps));
-        return ok_status();
-    }
+Result<Normalizer::Step> Normalizer::read_step(const std::string& type, const nlohmann::json& spec) {
     Step step;
     if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD") {
         step.kind = Kind::Unicode;
@@ -69,8 +68,7 @@ Status Normalizer::append_steps(const nlohmann::json& spec, std::vector<Step>& s
     } else {
         return make_error(ErrorKind::Unsupported, "unsupported normalizer type '{}'", type);
     }
-    steps.push_back(std::move(step));
-    return ok_status();
+    return step;
 }
 
 std::string Normalizer::apply(const Step& step, std::string text) {

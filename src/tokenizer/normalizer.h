@@ -33,7 +33,8 @@ class Normalizer {
         bool strip_left = false;
         bool strip_right = false;
     };
-    static Status append_steps(const nlohmann::json& spec, std::vector<Step>& steps);
+    // One step of the section (not a Sequence: component_steps.h flattens those).
+    static Result<Step> read_step(const std::string& type, const nlohmann::json& spec);
     static std::string apply(const Step& step, std::string text);
 
     std::vector<Step> steps_;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tokenizer/byte_level.h"
+#include "tokenizer/component_steps.h"
 
 namespace lmrun {
 
@@ -98,17 +99,14 @@ std::vector<std::string> split_text(std::string_view text, const Pattern& patter
 
 Result<PreTokenizer> PreTokenizer::from_json(const nlohmann::json& spec) {
     PreTokenizer pre_tokenizer;
-    if (!spec.is_null()) LMRUN_RETURN_IF_ERROR(append_steps(spec, pre_tokenizer.steps_));
+    if (!spec.is_null()) {
+        LMRUN_RETURN_IF_ERROR(
+            append_component_steps(spec, "pre_tokenizer", "pretokenizers", pre_tokenizer.steps_, read_step));
+    }
     return pre_tokenizer;
 }
 
-Status PreTokenizer::append_steps(const nlohmann::json& spec, std::vector<Step>& steps) {
-    if (!spec.is_object() || !spec.contains("type")) return make_error("pre_tokenizer without a type");
-    const std::string type = spec["type"].get<std::string>();
-    if (type == "Sequence") {
-        for (const auto& child : spec.at("pretokenizers")) LMRUN_RETURN_IF_ERROR(append_steps(child, steps));
-        return ok_status();
-    }
+Result<PreTokenizer::Step> PreTokenizer::read_step(const std::string& type, const nlohmann::json& spec) {
     Step step;
     if (type == "Split") {
         step.kind = Kind::Split;
@@ -127,8 +125,7 @@ Status PreTokenizer::append_steps(const nlohmann::json& spec, std::vector<Step>&
     } else {
         return make_error(ErrorKind::Unsupported, "unsupported pre_tokenizer type '{}'", type);
     }
-    steps.push_back(std::move(step));
-    return ok_status();
+    return step;
 }
 
 Result<PreTokenizer::Step> PreTokenizer::parse_metaspace(const nlohmann::json& spec) {

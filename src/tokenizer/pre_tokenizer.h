@@ -39,7 +39,8 @@ class PreTokenizer {
         PrependScheme prepend_scheme = PrependScheme::Always;
         bool split = true;
     };
-    static Status append_steps(const nlohmann::json& spec, std::vector<Step>& steps);
+    // One step of the section (not a Sequence: component_steps.h flattens those).
+    static Result<Step> read_step(const std::string& type, const nlohmann::json& spec);
     static void apply(const Step& step, std::string_view piece, bool at_input_start,
                       std::vector<std::string>& out);
     static Result<Step> parse_metaspace(const nlohmann::json& spec);

@@ -81,31 +81,25 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::build(const nlohmann::json& spec,
     // from crossing the library boundary.
     try {
         auto null_or = [&spec](const char* key) { return spec.contains(key) ? spec[key] : nlohmann::json(); };
-        auto model = tables ? BpeModel::build(null_or("model"), std::move(*tables))
-                            : BpeModel::from_json(null_or("model"));
-        if (!model.ok()) return with_source(model.error());
-        tokenizer->model_ = std::move(model).value();
-        auto added = AddedVocabulary::from_json(null_or("added_tokens"));
-        if (!added.ok()) return with_source(added.error());
-        tokenizer->added_ = std::move(added).value();
-        auto normalizer = Normalizer::from_json(null_or("normalizer"));
-        if (!normalizer.ok()) return with_source(normalizer.error());
-        tokenizer->normalizer_ = std::move(normalizer).value();
-        auto pre_tokenizer = PreTokenizer::from_json(null_or("pre_tokenizer"));
-        if (!pre_tokenizer.ok()) return with_source(pre_tokenizer.error());
-        tokenizer->pre_tokenizer_ = std::move(pre_tokenizer).value();
-        auto post_processor = PostProcessor::from_json(null_or("post_processor"));
-        if (!post_processor.ok()) return with_source(post_processor.error());
-        tokenizer->post_processor_ = std::move(post_processor).value();
-        auto decoder = Decoder::from_json(null_or("decoder"));
-        if (!decoder.ok()) return with_source(decoder.error());
-        tokenizer->decoder_ = std::move(decoder).value();
-        tokenizer->config_ = std::move(config);
-        const Normalizer& normalizer_ref = tokenizer->normalizer_;
-        tokenizer->added_.normalize_contents(
-            [&](const std::string& s) { return normalizer_ref.normalize(s); });
-        auto status = tokenizer->configure_special_tokens();
-        if (!status.ok()) return with_source(status.error());
+        // Each component reads its own section; whatever fails is the file's fault (with_source).
+        auto load = [&]() -> Status {
+            LMRUN_ASSIGN_OR_RETURN(tokenizer->model_,
+                                   tables ? BpeModel::build(null_or("model"), std::move(*tables))
+                                          : BpeModel::from_json(null_or("model")));
+            LMRUN_ASSIGN_OR_RETURN(tokenizer->added_, AddedVocabulary::from_json(null_or("added_tokens")));
+            LMRUN_ASSIGN_OR_RETURN(tokenizer->normalizer_, Normalizer::from_json(null_or("normalizer")));
+            LMRUN_ASSIGN_OR_RETURN(tokenizer->pre_tokenizer_,
+                                   PreTokenizer::from_json(null_or("pre_tokenizer")));
+            LMRUN_ASSIGN_OR_RETURN(tokenizer->post_processor_,
+                                   PostProcessor::from_json(null_or("post_processor")));
+            LMRUN_ASSIGN_OR_RETURN(tokenizer->decoder_, Decoder::from_json(null_or("decoder")));
+            tokenizer->config_ = std::move(config);
+            const Normalizer& normalizer_ref = tokenizer->normalizer_;
+            tokenizer->added_.normalize_contents(
+                [&](const std::string& s) { return normalizer_ref.normalize(s); });
+            return tokenizer->configure_special_tokens();
+        };
+        if (Status loaded = load(); !loaded.ok()) return with_source(loaded.error());
     } catch (const nlohmann::json::exception& e) {
         return with_subject(
             make_error(ErrorKind::Corrupt, "{}: invalid tokenizer definition: {}", source, e.what()), source);

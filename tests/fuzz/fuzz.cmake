@@ -9,13 +9,7 @@ if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     message(FATAL_ERROR "LMRUN_FUZZ needs clang (libFuzzer): -DCMAKE_CXX_COMPILER=clang++-16")
 endif()
 
-find_package(PkgConfig REQUIRED)
-find_package(nlohmann_json REQUIRED)
-find_package(fmt REQUIRED)
-find_package(Threads REQUIRED)
-pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
-pkg_check_modules(ICU REQUIRED IMPORTED_TARGET icu-uc)
-pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+include(cmake/parsing_dependencies.cmake)
 
 set(LMRUN_FUZZ_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g)
 
@@ -34,8 +28,7 @@ add_library(lmrun_fuzz_lib STATIC ${LMRUN_FUZZ_SOURCES})
 target_include_directories(lmrun_fuzz_lib PUBLIC src)
 target_compile_options(lmrun_fuzz_lib PUBLIC ${LMRUN_FUZZ_FLAGS} PRIVATE -fsanitize=fuzzer-no-link)
 target_link_options(lmrun_fuzz_lib PUBLIC -fsanitize=address,undefined)
-target_link_libraries(lmrun_fuzz_lib PUBLIC
-    nlohmann_json::nlohmann_json fmt::fmt Threads::Threads PkgConfig::PCRE2 PkgConfig::ICU PkgConfig::XXHASH)
+target_link_libraries(lmrun_fuzz_lib PUBLIC ${LMRUN_PARSING_LIBRARIES})
 # The encode half of the tokenizer target loads the real tokenizers from the test data.
 target_compile_definitions(lmrun_fuzz_lib PUBLIC
     LMRUN_TESTDATA_DIR="${CMAKE_SOURCE_DIR}/../shared/testdata")

@@ -147,6 +147,14 @@ TEST(ChatOutputParser, Llama3JsonToolCalls) {
                    Json{{"role", "assistant"},
                         {"content", nullptr},
                         {"tool_calls", Json::array({call("f", "{\"s\": \"x;y\"}")})}});
+    // Separators, brackets and escaped quotes inside strings are not the list's structure.
+    expect_message(
+        options,
+        "{\"name\": \"f\", \"arguments\": {\"s\": \"a\\\"};[{b\\\\\"}}; {\"name\": \"g\", \"parameters\": "
+        "{}}",
+        Json{{"role", "assistant"},
+             {"content", nullptr},
+             {"tool_calls", Json::array({call("f", "{\"s\": \"a\\\"};[{b\\\\\"}"), call("g", "{}")})}});
     expect_message(options, "Just text {not a call}",
                    Json{{"role", "assistant"}, {"content", "Just text {not a call}"}});
     expect_message(options, "{broken", Json{{"role", "assistant"}, {"content", "{broken"}});
@@ -169,6 +177,11 @@ TEST(ChatOutputParser, NamedAndRequiredToolChoices) {
         Json{{"role", "assistant"},
              {"content", nullptr},
              {"tool_calls", Json::array({call("a", "{\"q\": \"x, y}\"}"), call("b\"c", "{}")})}});
+    // A string ending in an escaped backslash closes at its quote; brackets inside strings are text.
+    expect_message(required, "[{\"name\": \"a\\\\\", \"parameters\": {\"q\": \"\\\\\", \"r\": \"]}{\"}}]",
+                   Json{{"role", "assistant"},
+                        {"content", nullptr},
+                        {"tool_calls", Json::array({call("a\\", "{\"q\": \"\\\\\", \"r\": \"]}{\"}")})}});
 }
 
 TEST(ChatOutputParser, ReasoningThenToolCalls) {

@@ -177,7 +177,11 @@ Result<Value> map_filter(const Value& operand, const CallArgs& args, Interpreter
         if (!bound[0].is_string()) return make_error("map needs a filter name or attribute=");
         for (const Value& item : items) {
             Value value = get_attribute(item, bound[0].as_string());
-            mapped.push_back(value.is_undefined() && bound.given(1) ? bound[1] : std::move(value));
+            if (value.is_undefined() && bound.given(1)) {
+                mapped.push_back(bound[1]);
+            } else {
+                mapped.push_back(std::move(value));
+            }
         }
         return Value::list(std::move(mapped));
     }

@@ -18,11 +18,14 @@ Error error_at(SourcePos pos, const Error& error) {
                  error.subject};
 }
 
+// `lhs` may be a declaration ("Value v"), which parentheses would break.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define LMRUN_JINJA_TRY(lhs, expr, pos)                                      \
     auto LMRUN_CONCAT(jinja_result_, __LINE__) = (expr);                     \
     if (!LMRUN_CONCAT(jinja_result_, __LINE__).ok())                         \
         return error_at(pos, LMRUN_CONCAT(jinja_result_, __LINE__).error()); \
     lhs = std::move(LMRUN_CONCAT(jinja_result_, __LINE__)).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 Status Interpreter::enter(SourcePos pos) {
     if (++depth_ > budget_.limits().max_depth) {

@@ -135,7 +135,7 @@ class Lexer {
     Status lex_comment(size_t tag) {
         const size_t end = source_.find("#}", tag + 2);
         if (end == std::string::npos) return error_at(tag, "unclosed comment, expected '#}'");
-        const char modifier = end > tag + 2 ? modifier_at(end - 1) : 0;
+        const char modifier = end > tag + 2 ? modifier_at(end - 1) : '\0';
         skip_after_tag(end + 2, modifier, true);
         return ok_status();
     }

@@ -44,19 +44,27 @@ namespace {
 
 constexpr uint64_t kEntryBytes = 16;
 
+// What a list or dict holds: its deepest item's depth, and per entry its bytes (a key's
+// included) on top of the item's own.
+struct ContainerExtent {
+    uint32_t item_depth = 0;
+    uint64_t size_bytes = 0;
+
+    void add(const Value& item, size_t key_bytes) {
+        item_depth = std::max(item_depth, item.depth());
+        size_bytes = saturating_add(size_bytes, saturating_add(kEntryBytes + key_bytes, item.size_bytes()));
+    }
+};
+
 }  // namespace
 
 Value Value::list(ValueList items) {
     Value value;
     value.kind_ = ValueKind::List;
-    uint32_t depth = 0;
-    uint64_t size = 0;
-    for (const Value& item : items) {
-        depth = std::max(depth, item.depth_);
-        size = saturating_add(size, saturating_add(kEntryBytes, item.size_bytes_));
-    }
-    value.depth_ = depth + 1;
-    value.size_bytes_ = size;
+    ContainerExtent extent;
+    for (const Value& item : items) extent.add(item, 0);
+    value.depth_ = extent.item_depth + 1;
+    value.size_bytes_ = extent.size_bytes;
     value.data_ = std::make_shared<const ValueList>(std::move(items));
     return value;
 }
@@ -64,14 +72,10 @@ Value Value::list(ValueList items) {
 Value Value::dict(ValueDict dict) {
     Value value;
     value.kind_ = ValueKind::Dict;
-    uint64_t size = 0;
-    for (const auto& entry : dict.entries) {
-        value.depth_ = std::max(value.depth_, entry.second.depth_);
-        size =
-            saturating_add(size, saturating_add(kEntryBytes + entry.first.size(), entry.second.size_bytes_));
-    }
-    ++value.depth_;
-    value.size_bytes_ = size;
+    ContainerExtent extent;
+    for (const auto& entry : dict.entries) extent.add(entry.second, entry.first.size());
+    value.depth_ = extent.item_depth + 1;
+    value.size_bytes_ = extent.size_bytes;
     value.data_ = std::make_shared<const ValueDict>(std::move(dict));
     return value;
 }
