@@ -11,6 +11,7 @@
 
 #include <thread>
 
+#include "engine/kv_offload.h"
 #include "executor_test_util.h"
 #include "runner_test_util.h"
 #include "test_util.h"
@@ -162,6 +163,49 @@ TEST(AllocationFree, FirstDecodesAfterStartUpTensorParallelRankZero) {
                                   Launch{parallel::ExecutorBackend::Mp, 2});
     expect_first_decodes_allocation_free(&executor->runner(), "qwen3-tiny -tp 2");
     EXPECT_FALSE(executor->runner().group().failed());
+}
+
+// A store that only counts what it is given (the disk store formats a temporary file name).
+class CountingStore final : public KvBlockStore {
+  public:
+    bool contains(const KvBlockKey&) override { return false; }
+    bool get(const KvBlockKey&, std::span<const std::span<std::byte>>) override { return false; }
+    Status put(const KvBlockKey&, std::span<const std::span<const std::byte>> segments) override {
+        for (const auto& segment : segments) bytes_ += int64_t(segment.size());
+        ++blocks_;
+        return ok_status();
+    }
+    std::atomic<int64_t> blocks_{0}, bytes_{0};
+};
+
+// The KV tier's work after a step (pinning newly full blocks, queueing them to the writer,
+// unpinning written ones) allocates nothing, on the engine thread or the writer's.
+TEST(AllocationFree, KvOffloadAfterStep) {
+    KvCacheShape shape{2, 16, 4, 2, 8, DType::BF16};
+    auto cache = KvCache::create(shape);
+    ASSERT_TRUE(cache.ok());
+    BlockManager block_manager(shape.num_blocks, shape.block_size);
+    auto store = std::make_unique<CountingStore>();
+    CountingStore* counting = store.get();
+    KvOffload offload(std::move(store), 1, *cache.value(), block_manager, KvLoadMode::Always, 4);
+    std::vector<int32_t> tokens(41);
+    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t(i);
+    Sequence seq(0, tokens, SamplingParams{});
+    block_manager.allocate(seq, {}, seq.num_tokens());
+    // Decode-like steps: one token at a time, a block fills every 4 tokens.
+    int64_t num_written = 0;
+    for (int64_t step = 1; step <= seq.num_tokens(); ++step) {
+        seq.num_computed_tokens = step;
+        block_manager.cache_computed_blocks(seq);
+        start_counting_allocations();
+        offload.after_step();
+        offload.flush();
+        EXPECT_EQ(stop_counting_allocations(), 0) << "step " << step;
+        num_written = counting->blocks_;
+    }
+    EXPECT_EQ(num_written, 10);
+    EXPECT_EQ(counting->bytes_, 10 * offload.block_payload_bytes());
+    EXPECT_EQ(block_manager.ref_count(seq.block_table[0]), 1);  // unpinned again: only seq holds it
 }
 
 TEST(AllocationFree, CounterSeesAllocations) {

@@ -106,6 +106,39 @@ TEST(Cli, BadInputGetsAClearErrorAndExitCode) {
     EXPECT_NE(out_of_vocab.output.find("9999"), std::string::npos) << out_of_vocab.output;
 }
 
+// Output without the log lines (they name timings and paths).
+std::string without_log_lines(const std::string& output) {
+    std::string kept, line;
+    for (char c : output) {
+        line += c;
+        if (c != '\n') continue;
+        if (line.rfind("lmrun ", 0) != 0) kept += line;
+        line.clear();
+    }
+    return kept + line;
+}
+
+TEST(Cli, KvOffloadDirSurvivesTheProcess) {
+    const std::string dir = make_temp_dir("cli_kv_offload");
+    nlohmann::json expected = read_json_file(testdata_path("stories260k/expected.json"));
+    std::string prompt_ids = "1";
+    for (int i = 0; i < 60; ++i)
+        prompt_ids += "," + std::to_string(expected["cases"][0]["output_ids"][i].get<int>());
+    const std::string command = "generate --model " + stories_dir() + " --prompt-ids " + prompt_ids +
+                                " --max-tokens 20 --temperature 0 --no-progress --threads 1 --block-size 16" +
+                                " --kv-offload-dir " + dir + "/store --kv-offload-size 0.01";
+    CommandResult first = run_lmrun(command);
+    ASSERT_EQ(first.exit_code, 0) << first.output;
+    EXPECT_EQ(first.output.find("KV tier: loaded"), std::string::npos) << first.output;
+    CommandResult second = run_lmrun(command);  // a new process on the same directory
+    ASSERT_EQ(second.exit_code, 0) << second.output;
+    // 61 prompt tokens: 3 full blocks of 16 before the block holding the last token. The tiny
+    // model computes faster than it reads, but a fresh engine loads until it has measured both.
+    EXPECT_NE(second.output.find("KV tier: loaded 3 of 3 blocks"), std::string::npos) << second.output;
+    EXPECT_EQ(without_log_lines(second.output), without_log_lines(first.output));
+    EXPECT_FALSE(without_log_lines(first.output).empty());
+}
+
 TEST(Cli, EverySubcommandHasHelp) {
     for (const char* command : {"generate", "chat", "bench", "perplexity"}) {
         CommandResult result = run_lmrun(std::string(command) + " --help");

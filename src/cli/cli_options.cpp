@@ -142,6 +142,13 @@ void EngineOptions::add_to(CLI::App& app) {
                    "How ranks run: uni (one process), mp (worker processes on this machine; the default for "
                    "-tp > 1), mpi (ranks started by mpirun/srun)")
         ->check(CLI::IsMember({"uni", "mp", "mpi"}));
+    app.add_option("--kv-offload-dir", kv_offload_dir,
+                   "KV tier below RAM: write computed KV blocks to this directory (created if missing) and "
+                   "load them back instead of recomputing, across restarts and processes");
+    app.add_option("--kv-offload-size", kv_offload_size_gib,
+                   "Bound of --kv-offload-dir in GiB (LRU eviction)")
+        ->check(finite_range(0.0001, 1 << 20))
+        ->capture_default_str();
     app.add_option("--engine-seed", seed, "Seed for requests without their own seed")
         ->check(unsigned_integer());
 }
@@ -166,6 +173,8 @@ EngineConfig EngineOptions::to_config() const {
     config.seed = seed;
     config.tensor_parallel_size = tensor_parallel_size;
     config.distributed_executor_backend = distributed_executor_backend;
+    config.kv_offload_dir = kv_offload_dir;
+    config.kv_offload_bytes = int64_t(kv_offload_size_gib * double(1ll << 30));
     return config;
 }
 

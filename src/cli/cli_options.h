@@ -34,6 +34,8 @@ struct EngineOptions {
     uint64_t seed = 0;
     int tensor_parallel_size = 1;
     std::string distributed_executor_backend;
+    std::string kv_offload_dir;
+    double kv_offload_size_gib = 10;
 
     void add_to(CLI::App& app);
     EngineConfig to_config() const;
