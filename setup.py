@@ -6,7 +6,8 @@
 Only Debian's packages are needed (cmake, ninja-build, pybind11-dev, python3-dev,
 python3-setuptools, python3-wheel: scripts/install_deps.sh); nothing is downloaded. The native
 module is built by the `lmrun_python` CMake target (python/CMakeLists.txt) for the interpreter
-running this script; LMRUN_CMAKE_ARGS adds CMake options, LMRUN_BUILD_DIR picks the build folder.
+running this script, and the `lmrun` command it needs for tensor-parallel workers lands in
+lmrun/bin; LMRUN_CMAKE_ARGS adds CMake options, LMRUN_BUILD_DIR picks the build folder.
 """
 
 import os
@@ -34,10 +35,15 @@ class CMakeBuild(build_ext):
         subprocess.run(configure, check=True)
         jobs = str(os.cpu_count() or 1)
         subprocess.run(["cmake", "--build", str(build_dir), "--target", "lmrun_python", "-j", jobs], check=True)
-        built = next((build_dir / "python" / "lmrun").glob("_lmrun*.so"))
+        package_dir = build_dir / "python" / "lmrun"
+        built = next(package_dir.glob("_lmrun*.so"))
         target = pathlib.Path(self.get_ext_fullpath(ext.name))
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(built, target)
+        # The lmrun command, for the tensor-parallel worker ranks (lmrun/worker_executable.py);
+        # copy2 keeps its executable bit.
+        (target.parent / "bin").mkdir(exist_ok=True)
+        shutil.copy2(package_dir / "bin" / "lmrun", target.parent / "bin" / "lmrun")
 
 
 setup(

@@ -1,8 +1,8 @@
 // A decode step replayed from its plan performs no heap allocation, at every
-// bucket size, for F32 and BF16 weights, in one process and on rank 0 of a tensor-parallel
-// group (its step broadcast, all-reduces and logits gather included; the workers run the
-// same code in their own processes). (Compiled only where the allocation counter can
-// interpose malloc, i.e. not in the sanitizer build.)
+// bucket size, for F32, BF16 and int8 weights and BF16, int8 and fp8 KV caches, in one process
+// and on rank 0 of a tensor-parallel group (its step broadcast, all-reduces and logits gather
+// included; the workers run the same code in their own processes). (Compiled only where the
+// allocation counter can interpose malloc, i.e. not in the sanitizer build.)
 #include "allocation_counter_util.h"
 
 #if LMRUN_COUNT_ALLOCATIONS
@@ -11,6 +11,7 @@
 
 #include <thread>
 
+#include "engine/kv_offload.h"
 #include "executor_test_util.h"
 #include "runner_test_util.h"
 #include "test_util.h"
@@ -18,8 +19,9 @@
 namespace lmrun::testing {
 namespace {
 
-ModelRunnerConfig decode_config() {
+ModelRunnerConfig decode_config(const std::string& kv_cache_dtype = "auto") {
     ModelRunnerConfig config;
+    config.kv_cache_dtype = kv_cache_dtype;
     config.max_num_seqs = 20;  // buckets 1, 2, 4, 8, 16, 20
     config.max_num_batched_tokens = 256;
     config.max_model_len = 256;
@@ -80,6 +82,16 @@ TEST(AllocationFree, DecodeStepTensorParallelRankZero) {
         make_executor("qwen3-tiny", DType::BF16, decode_config(), Launch{parallel::ExecutorBackend::Mp, 2});
     expect_decode_steps_allocation_free(&executor->runner(), "qwen3-tiny -tp 2");
     EXPECT_FALSE(executor->runner().group().failed());
+}
+TEST(AllocationFree, DecodeStepInt8WeightsInt8Kv) {
+    WeightQuantization int8;
+    int8.int8_at_load = true;
+    expect_decode_steps_allocation_free(
+        make_runner(testdata_path("qwen3-tiny"), DType::BF16, decode_config("int8"), int8).get(),
+        "qwen3-tiny");
+    expect_decode_steps_allocation_free(
+        make_runner(testdata_path("stories260k"), DType::F32, decode_config("fp8_e4m3"), int8).get(),
+        "stories260k");
 }
 
 TEST(AllocationFree, DecodeStepWithTokenMasks) {
@@ -151,6 +163,49 @@ TEST(AllocationFree, FirstDecodesAfterStartUpTensorParallelRankZero) {
                                   Launch{parallel::ExecutorBackend::Mp, 2});
     expect_first_decodes_allocation_free(&executor->runner(), "qwen3-tiny -tp 2");
     EXPECT_FALSE(executor->runner().group().failed());
+}
+
+// A store that only counts what it is given (the disk store formats a temporary file name).
+class CountingStore final : public KvBlockStore {
+  public:
+    bool contains(const KvBlockKey&) override { return false; }
+    bool get(const KvBlockKey&, std::span<const std::span<std::byte>>) override { return false; }
+    Status put(const KvBlockKey&, std::span<const std::span<const std::byte>> segments) override {
+        for (const auto& segment : segments) bytes_ += int64_t(segment.size());
+        ++blocks_;
+        return ok_status();
+    }
+    std::atomic<int64_t> blocks_{0}, bytes_{0};
+};
+
+// The KV tier's work after a step (pinning newly full blocks, queueing them to the writer,
+// unpinning written ones) allocates nothing, on the engine thread or the writer's.
+TEST(AllocationFree, KvOffloadAfterStep) {
+    KvCacheShape shape{2, 16, 4, 2, 8, DType::BF16};
+    auto cache = KvCache::create(shape);
+    ASSERT_TRUE(cache.ok());
+    BlockManager block_manager(shape.num_blocks, shape.block_size);
+    auto store = std::make_unique<CountingStore>();
+    CountingStore* counting = store.get();
+    KvOffload offload(std::move(store), 1, *cache.value(), block_manager, KvLoadMode::Always, 4);
+    std::vector<int32_t> tokens(41);
+    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t(i);
+    Sequence seq(0, tokens, SamplingParams{});
+    block_manager.allocate(seq, {}, seq.num_tokens());
+    // Decode-like steps: one token at a time, a block fills every 4 tokens.
+    int64_t num_written = 0;
+    for (int64_t step = 1; step <= seq.num_tokens(); ++step) {
+        seq.num_computed_tokens = step;
+        block_manager.cache_computed_blocks(seq);
+        start_counting_allocations();
+        offload.after_step();
+        offload.flush();
+        EXPECT_EQ(stop_counting_allocations(), 0) << "step " << step;
+        num_written = counting->blocks_;
+    }
+    EXPECT_EQ(num_written, 10);
+    EXPECT_EQ(counting->bytes_, 10 * offload.block_payload_bytes());
+    EXPECT_EQ(block_manager.ref_count(seq.block_table[0]), 1);  // unpinned again: only seq holds it
 }
 
 TEST(AllocationFree, CounterSeesAllocations) {

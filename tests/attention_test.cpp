@@ -37,7 +37,8 @@ void PrintTo(const Scenario& s, std::ostream* os) {
 // A filled paged cache with shuffled block ids, the batch's metadata and its queries.
 struct Batch {
     Scenario s;
-    std::vector<float> k_store, v_store;  // backing memory of the cache (as floats)
+    std::vector<float> k_store, v_store;    // backing memory of the cache (as floats)
+    std::vector<float> k_scales, v_scales;  // I8 / F8E4M3 caches
     KvCacheLayer cache;
     std::vector<int32_t> cu_seqlens_q, context_lens, block_tables;
     int64_t max_blocks = 0, q_stride = 0, num_tokens = 0;
@@ -66,6 +67,12 @@ Batch make_batch(const Scenario& s, unsigned seed) {
     b.v_store.assign(cache_floats, NAN);
     b.cache = {b.k_store.data(), b.v_store.data(), s.dtype,   num_blocks,
                s.block_size,     s.num_kv_heads,   s.head_dim};
+    if (kv_dtype_is_scaled(s.dtype)) {
+        b.k_scales.assign(size_t(num_blocks * s.block_size * s.num_kv_heads), NAN);
+        b.v_scales = b.k_scales;
+        b.cache.k_scale = b.k_scales.data();
+        b.cache.v_scale = b.v_scales.data();
+    }
     b.block_tables.assign(size_t(s.seqs.size() * b.max_blocks), -1);
     b.cu_seqlens_q = {0};
     size_t next_id = 0;
@@ -139,6 +146,7 @@ TEST_P(PagedAttention, EveryIsaMatchesReference) {
     for (float x : want) ASSERT_TRUE(std::isfinite(x));
     std::vector<Isa> isas = {Isa::Avx2};
     if (kernel_isa() >= Isa::Avx512) isas.push_back(Isa::Avx512);
+    if (kernel_isa() >= Isa::Avx512Vnni) isas.push_back(Isa::Avx512Vnni);
     if (kernel_isa() >= Isa::Avx512Bf16) isas.push_back(Isa::Avx512Bf16);
     for (Isa isa : isas) {
         run(b, isa, false, got);
@@ -160,7 +168,7 @@ std::vector<Scenario> scenarios() {
     // cached prefix, sequences ending exactly on and just past block boundaries.
     std::vector<SeqShape> mixed = {{1, 1}, {1, 37}, {5, 5}, {17, 40}, {1, 300}, {3, 16}, {70, 129}};
     std::vector<Scenario> list;
-    for (DType dtype : {DType::F32, DType::BF16}) {
+    for (DType dtype : {DType::F32, DType::BF16, DType::I8, DType::F8E4M3}) {
         for (int64_t ratio : {1, 2, 4, 8}) list.push_back({128, 16, 8, 8 / ratio, dtype, mixed});
         list.push_back({64, 256, 4, 2, dtype, mixed});
         list.push_back({8, 16, 4, 1, dtype, mixed});  // stories260k-like
@@ -185,6 +193,8 @@ std::vector<Scenario> scenarios() {
     list.push_back({64, 256, 4, 2, DType::F32, {{5, 1500}}});  // causal rows inside each split
     list.push_back({32, 16, 2, 1, DType::F32, {{1, 600}}});
     list.push_back({64, 16, 4, 1, DType::BF16, {{1, 2000}, {1, 1}}});  // some splits empty
+    list.push_back({128, 16, 8, 1, DType::I8, {{1, 3000}}});
+    list.push_back({128, 16, 16, 8, DType::F8E4M3, {{1, 4096}, {4, 4000}}});
     // One long prefill must be split into many tiles (more work items than threads).
     list.push_back({64, 16, 4, 1, DType::F32, {{300, 300}}});
     return list;
@@ -194,6 +204,74 @@ INSTANTIATE_TEST_SUITE_P(Shapes, PagedAttention, ::testing::ValuesIn(scenarios()
                          [](const ::testing::TestParamInfo<Scenario>& info) {
                              return scenario_name(info.param) + "_" + std::to_string(info.index);
                          });
+
+// int8 / fp8 caches against an F32 cache of the same keys and values: only the rounding of the
+// stored rows differs (int8: half a step of max|row| / 127; fp8: 2^-4 relative), so outputs
+// (weighted means of values in [-1, 1]) stay within a few hundredths, and on average far closer.
+TEST(PagedAttention, ScaledCachesTrackAnF32Cache) {
+    std::vector<SeqShape> seqs = {{1, 300}, {1, 47}, {9, 70}};
+    for (DType dtype : {DType::I8, DType::F8E4M3}) {
+        for (int64_t head_dim : {128, 64, 17}) {
+            Batch exact = make_batch({head_dim, 16, 8, 4, DType::F32, seqs}, 7);
+            Batch quantized = make_batch({head_dim, 16, 8, 4, dtype, seqs}, 7);  // same values
+            std::vector<float> want, got;
+            run(exact, kernel_isa(), false, want);
+            float scale = 1.0f / std::sqrt(float(head_dim));
+            got.assign(want.size(), NAN);
+            paged_attention(quantized.q.data(), quantized.q_stride, int64_t(seqs.size()),
+                            quantized.cu_seqlens_q.data(), quantized.context_lens.data(),
+                            quantized.block_tables.data(), quantized.max_blocks, quantized.cache, 8, scale,
+                            got.data());
+            double total = 0;
+            for (size_t i = 0; i < want.size(); ++i) {
+                ASSERT_NEAR(got[i], want[i], dtype == DType::I8 ? 0.02 : 0.05)
+                    << dtype_name(dtype) << " " << i;
+                total += std::fabs(got[i] - want[i]);
+            }
+            EXPECT_LT(total / double(want.size()), dtype == DType::I8 ? 3e-3 : 1e-2) << dtype_name(dtype);
+        }
+    }
+}
+
+TEST(StoreKvCache, QuantizesEachTokenAndHeadWithItsOwnScale) {
+    for (DType dtype : {DType::I8, DType::F8E4M3}) {
+        const int64_t num_blocks = 2, block_size = 4, heads = 2, dim = 5, row = heads * dim;
+        std::vector<uint8_t> k_mem(size_t(num_blocks * block_size * row)), v_mem = k_mem;
+        std::vector<float> k_scale(size_t(num_blocks * block_size * heads), -1.0f), v_scale = k_scale;
+        KvCacheLayer cache{k_mem.data(), v_mem.data(), dtype,          num_blocks,    block_size,
+                           heads,        dim,          k_scale.data(), v_scale.data()};
+        // Token 0: head 0 all zero, head 1 with an outlier; token 1 skipped.
+        std::vector<float> k = {0, 0, 0, 0, 0, 0.01f, -0.02f, 1000.0f, 0.5f, -3.0f,
+                                9, 9, 9, 9, 9, 9,     9,      9,       9,    9};
+        std::vector<float> v = k;
+        for (float& x : v) x = -x;
+        std::vector<int32_t> slots = {6, -1};
+        store_kvcache(k.data(), v.data(), row, 2, slots.data(), cache);
+        const float max_code = dtype == DType::I8 ? 127.0f : kFp8E4M3Max;
+        EXPECT_EQ(k_scale[6 * heads + 0], 0.0f);
+        // int8: max / 127; fp8: one of the searched scales max / 448 · 2^(j/4) (kv_quantize.h).
+        const float ratio = k_scale[6 * heads + 1] / (1000.0f / max_code);
+        EXPECT_GE(ratio, 0.9999f);
+        EXPECT_LE(ratio, dtype == DType::I8 ? 1.0001f : 1.7f);
+        EXPECT_EQ(v_scale[6 * heads + 1], k_scale[6 * heads + 1]);
+        for (int64_t d = 0; d < dim; ++d) {
+            EXPECT_EQ(kv_byte_value(dtype, k_mem[6 * row + d]), 0.0f);
+            const float value = kv_byte_value(dtype, k_mem[6 * row + dim + d]) * k_scale[6 * heads + 1];
+            // int8: half a step; fp8: half a step of its 3-bit mantissa, or of its subnormals (2^-9).
+            const float tolerance = dtype == DType::I8 ? 0.5f * k_scale[6 * heads + 1]
+                                                       : std::max(std::fabs(k[dim + d]) / 16,
+                                                                  std::ldexp(k_scale[6 * heads + 1], -10));
+            EXPECT_NEAR(value, k[dim + d], tolerance + 1e-6f) << d;
+            EXPECT_EQ(kv_byte_value(dtype, v_mem[6 * row + dim + d]),
+                      -kv_byte_value(dtype, k_mem[6 * row + dim + d]));
+        }
+        // The outlier sets the scale: it is stored near the top of the code range.
+        EXPECT_GE(kv_byte_value(dtype, k_mem[6 * row + dim + 2]), dtype == DType::I8 ? 127.0f : 256.0f);
+        for (size_t i = 0; i < k_scale.size(); ++i)
+            if (i != 6 * heads && i != 6 * heads + 1)
+                EXPECT_EQ(k_scale[i], -1.0f) << i;  // padding wrote nothing
+    }
+}
 
 TEST(StoreKvCache, WritesSlotsAndSkipsPadding) {
     for (DType dtype : {DType::F32, DType::BF16}) {

@@ -1,9 +1,10 @@
 // The lmrun command as a user runs it: generate prints the golden story, bad
 // input gets a clear message and a non-zero exit code (the router's and --data-parallel-size's
-// options too), every subcommand has --help.
+// options too), every subcommand has --help, perplexity prints its JSON record.
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -105,8 +106,41 @@ TEST(Cli, BadInputGetsAClearErrorAndExitCode) {
     EXPECT_NE(out_of_vocab.output.find("9999"), std::string::npos) << out_of_vocab.output;
 }
 
+// Output without the log lines (they name timings and paths).
+std::string without_log_lines(const std::string& output) {
+    std::string kept, line;
+    for (char c : output) {
+        line += c;
+        if (c != '\n') continue;
+        if (line.rfind("lmrun ", 0) != 0) kept += line;
+        line.clear();
+    }
+    return kept + line;
+}
+
+TEST(Cli, KvOffloadDirSurvivesTheProcess) {
+    const std::string dir = make_temp_dir("cli_kv_offload");
+    nlohmann::json expected = read_json_file(testdata_path("stories260k/expected.json"));
+    std::string prompt_ids = "1";
+    for (int i = 0; i < 60; ++i)
+        prompt_ids += "," + std::to_string(expected["cases"][0]["output_ids"][i].get<int>());
+    const std::string command = "generate --model " + stories_dir() + " --prompt-ids " + prompt_ids +
+                                " --max-tokens 20 --temperature 0 --no-progress --threads 1 --block-size 16" +
+                                " --kv-offload-dir " + dir + "/store --kv-offload-size 0.01";
+    CommandResult first = run_lmrun(command);
+    ASSERT_EQ(first.exit_code, 0) << first.output;
+    EXPECT_EQ(first.output.find("KV tier: loaded"), std::string::npos) << first.output;
+    CommandResult second = run_lmrun(command);  // a new process on the same directory
+    ASSERT_EQ(second.exit_code, 0) << second.output;
+    // 61 prompt tokens: 3 full blocks of 16 before the block holding the last token. The tiny
+    // model computes faster than it reads, but a fresh engine loads until it has measured both.
+    EXPECT_NE(second.output.find("KV tier: loaded 3 of 3 blocks"), std::string::npos) << second.output;
+    EXPECT_EQ(without_log_lines(second.output), without_log_lines(first.output));
+    EXPECT_FALSE(without_log_lines(first.output).empty());
+}
+
 TEST(Cli, EverySubcommandHasHelp) {
-    for (const char* command : {"generate", "chat", "bench"}) {
+    for (const char* command : {"generate", "chat", "bench", "perplexity"}) {
         CommandResult result = run_lmrun(std::string(command) + " --help");
         EXPECT_EQ(result.exit_code, 0) << command;
         EXPECT_NE(result.output.find("--model"), std::string::npos) << command << ": " << result.output;
@@ -137,6 +171,48 @@ TEST(Cli, RouterAndDataParallelOptionsAreChecked) {
         run_lmrun("serve --model " + stories_dir() + " --data-parallel-size 2 --data-parallel-policy x");
     EXPECT_EQ(bad_dp_policy.exit_code, 1);
     EXPECT_NE(bad_dp_policy.output.find("--data-parallel-policy"), std::string::npos) << bad_dp_policy.output;
+}
+
+nlohmann::json last_json_line(const std::string& output) {
+    const size_t start = output.rfind("\n{\"");
+    if (start == std::string::npos) return nullptr;
+    return nlohmann::json::parse(output.substr(start + 1, output.find('\n', start + 1) - start - 1));
+}
+
+TEST(Cli, PerplexityScoresATextFile) {
+    const std::string text = make_temp_dir("cli_perplexity") + "/story.txt";
+    std::ofstream(text)
+        << "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+           "park. One day, she saw a big dog. The dog was very happy and wanted to play with her.\n";
+    const std::string base =
+        "perplexity --model " + stories_dir() + " --text " + text + " --context 32 --threads 1 --json";
+    CommandResult plain = run_lmrun(base);
+    ASSERT_EQ(plain.exit_code, 0) << plain.output;
+    nlohmann::json record = last_json_line(plain.output);
+    ASSERT_TRUE(record.is_object()) << plain.output;
+    EXPECT_EQ(record["context"], 32);
+    EXPECT_EQ(record["stride"], 16);
+    EXPECT_EQ(record["tokens_scored"].get<int64_t>(), record["tokens"].get<int64_t>() - 1);
+    // The model's own kind of text: far below the 512-token vocabulary's uniform perplexity.
+    const double perplexity = record["perplexity"];
+    EXPECT_GT(perplexity, 1.0);
+    EXPECT_LT(perplexity, 50.0);
+    CommandResult quantized = run_lmrun(base + " --quantization int8 --kv-cache-dtype int8");
+    ASSERT_EQ(quantized.exit_code, 0) << quantized.output;
+    nlohmann::json quantized_record = last_json_line(quantized.output);
+    ASSERT_TRUE(quantized_record.is_object()) << quantized.output;
+    EXPECT_EQ(quantized_record["weight_quantization"], "int8");
+    EXPECT_EQ(quantized_record["kv_cache_dtype"], "int8");
+    EXPECT_NE(quantized_record["perplexity"].get<double>(), perplexity);  // the quantized path really ran
+    EXPECT_NEAR(quantized_record["perplexity"].get<double>() / perplexity, 1.0, 0.05);
+
+    CommandResult missing =
+        run_lmrun("perplexity --model " + stories_dir() + " --text /nonexistent/text.txt");
+    EXPECT_NE(missing.exit_code, 0);
+    EXPECT_NE(missing.output.find("/nonexistent/text.txt"), std::string::npos) << missing.output;
+    CommandResult bad_stride = run_lmrun(base + " --stride 40");
+    EXPECT_NE(bad_stride.exit_code, 0);
+    EXPECT_NE(bad_stride.output.find("--stride"), std::string::npos) << bad_stride.output;
 }
 
 // A model folder like stories260k (weights and tokenizer linked, not copied) whose
@@ -249,6 +325,15 @@ TEST(CliRobustness, BadOptionValuesAreOneLineUsageErrors) {
          "--decode-batches: 0 is not an integer in [1, 16384]"},
         {"bench --model " + stories_dir() + " --dtype float8",
          "--dtype: float8 not in {auto,float32,bfloat16,f32,bf16}"},
+        {"bench --model " + stories_dir() + " --kv-cache-dtype int4", "--kv-cache-dtype: int4 not in {"},
+        {"generate --model " + stories_dir() + " --prompt-ids 1 --quantization int4",
+         "--quantization: int4 not in {int8,none}"},
+        {"perplexity --model " + stories_dir() + " --text x.txt --context 1",
+         "lmrun: --context: 1 is not an integer in [2, 16777216] (see --help)\n"},
+        {"perplexity --model " + stories_dir() + " --text x.txt --stride -1",
+         "--stride: -1 is not an integer in [0, 16777216]"},
+        {"perplexity --model " + stories_dir() + " --text x.txt --max-text-tokens -1",
+         "--max-text-tokens: -1 is not an integer >= 0"},
     };
     for (const auto& [command, message] : other_commands) {
         CommandResult result = run_lmrun(command);

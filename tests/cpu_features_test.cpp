@@ -13,17 +13,34 @@ namespace {
 TEST(CpuFeatures, KernelIsaIsTheBestLevelUnderTheCap) {
     const CpuFeatures& f = cpu_features();
     ASSERT_TRUE(f.avx2 && f.fma) << "lmrun needs AVX2 and FMA";
-    Isa best = Isa::Avx2;
-    if (f.avx512f && f.avx512bw && f.avx512vl) best = Isa::Avx512;
-    if (best == Isa::Avx512 && f.avx512_bf16) best = Isa::Avx512Bf16;
-    if (best == Isa::Avx512Bf16 && f.amx_bf16) best = Isa::AmxBf16;
+    const Isa best = best_isa(f);
     const char* cap = std::getenv("LMRUN_ISA");
     const std::string cap_name = cap ? cap : "";
     Isa expected = best;
-    if (cap_name == "avx2") expected = Isa::Avx2;
-    if (cap_name == "avx512" && best > Isa::Avx512) expected = Isa::Avx512;
-    if (cap_name == "avx512_bf16" && best > Isa::Avx512Bf16) expected = Isa::Avx512Bf16;
+    for (Isa level : {Isa::Avx2, Isa::Avx512, Isa::Avx512Vnni, Isa::Avx512Bf16, Isa::AmxBf16}) {
+        if (isa_name(level) == cap_name && level < best) expected = level;
+    }
     EXPECT_EQ(isa_name(kernel_isa()), isa_name(expected)) << "LMRUN_ISA=" << cap_name;
+}
+
+// Each level implies the features of the levels below it (the kernels rely on that).
+TEST(CpuFeatures, LevelsAreALadder) {
+    CpuFeatures f;
+    f.avx2 = f.fma = true;
+    EXPECT_EQ(best_isa(f), Isa::Avx2);
+    f.avx512_bf16 = f.avx512_vnni = f.amx_bf16 = true;  // without AVX-512 F/BW/VL/DQ they do not count
+    EXPECT_EQ(best_isa(f), Isa::Avx2);
+    f.avx512f = f.avx512bw = f.avx512vl = f.avx512dq = true;
+    f.avx512_vnni = false;  // BF16 without VNNI stays at plain AVX-512
+    EXPECT_EQ(best_isa(f), Isa::Avx512);
+    f.avx512_vnni = true;
+    f.avx512_bf16 = false;
+    EXPECT_EQ(best_isa(f), Isa::Avx512Vnni);
+    f.avx512_bf16 = true;
+    f.amx_bf16 = false;
+    EXPECT_EQ(best_isa(f), Isa::Avx512Bf16);
+    f.amx_bf16 = true;
+    EXPECT_EQ(best_isa(f), Isa::AmxBf16);
 }
 
 }  // namespace

@@ -110,6 +110,53 @@ TEST_P(TensorParallel, Qwen2TinyF32LogitsMatchOneProcess) {
     expect_logits_match_one_process("qwen2-tiny", GetParam());
 }
 
+// Pearson correlation of two equally long logit vectors.
+double correlation(std::span<const float> a, std::span<const float> b) {
+    double mean_a = 0, mean_b = 0;
+    for (size_t i = 0; i < a.size(); ++i) mean_a += a[i], mean_b += b[i];
+    mean_a /= double(a.size());
+    mean_b /= double(b.size());
+    double ab = 0, aa = 0, bb = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        ab += (a[i] - mean_a) * (b[i] - mean_b);
+        aa += (a[i] - mean_a) * (a[i] - mean_a);
+        bb += (b[i] - mean_b) * (b[i] - mean_b);
+    }
+    return ab / std::sqrt(aa * bb);
+}
+
+// int8 weights (quantized at load, each rank its shard: row-parallel layers get per-channel
+// scales of their slice, so not the one-process numbers) and an int8 KV cache under N ranks:
+// decode logits track the one-process int8 model as closely as int8 tracks BF16 (> 0.99; a
+// wrong shard of weights, scales or KV heads gives noise), on every position.
+TEST_P(TensorParallel, Qwen3TinyInt8WeightsAndKvTrackOneProcess) {
+    ModelRunnerConfig config = small_config(16);
+    config.kv_cache_dtype = "int8";
+    WeightQuantization int8;
+    int8.int8_at_load = true;
+    auto single = make_executor("qwen3-tiny", DType::BF16, config, Launch{GetParam().backend, 1}, int8);
+    auto split = make_executor("qwen3-tiny", DType::BF16, config, GetParam(), int8);
+    ASSERT_TRUE(split->runner().model().has_int8_weights());
+    const std::vector<int32_t> ids = golden_text("qwen3-tiny", 32);
+    const int64_t length = int64_t(ids.size());
+    int64_t next_single = single->runner().num_kv_blocks() - 1,
+            next_split = split->runner().num_kv_blocks() - 1;
+    auto blocks_single = take_blocks(next_single, length, 16);
+    auto blocks_split = take_blocks(next_split, length, 16);
+    single->runner().set_keep_logits(true);
+    split->runner().set_keep_logits(true);
+    double worst = 1;
+    for (int64_t position = 0; position < length; ++position) {
+        RunnerSequence step_single{ids, blocks_single, position, 1, true, {}};
+        RunnerSequence step_split{ids, blocks_split, position, 1, true, {}};
+        single->runner().run(std::span(&step_single, 1));
+        split->runner().run(std::span(&step_split, 1));
+        worst = std::min(worst, correlation(split->runner().last_logits(), single->runner().last_logits()));
+    }
+    EXPECT_GT(worst, 0.99);
+    EXPECT_FALSE(split->runner().group().failed());
+}
+
 TEST_P(TensorParallel, Stories260kGoldensOneByOneAndBatched) {
     const auto cases = load_cases("stories260k");
     auto executor = make_executor("stories260k", DType::F32, small_config(16), GetParam());

@@ -18,10 +18,12 @@ std::string launch_name(const Launch& launch) {
 }
 
 std::unique_ptr<parallel::Executor> make_executor(const std::string& model, DType dtype,
-                                                  const ModelRunnerConfig& config, const Launch& launch) {
+                                                  const ModelRunnerConfig& config, const Launch& launch,
+                                                  const WeightQuantization& quantization) {
     parallel::ExecutorConfig executor_config;
     executor_config.model_dir = model.empty() || model[0] == '/' ? model : testdata_path(model);
     executor_config.dtype = dtype;
+    executor_config.quantization = quantization;
     executor_config.runner = config;
     executor_config.tensor_parallel_size = launch.tensor_parallel_size;
     executor_config.backend =

@@ -23,6 +23,7 @@ std::string launch_name(const Launch& launch);
 // An executor over ../shared/testdata/MODEL (or an absolute folder); throws on failure.
 // tensor_parallel_size 1 gives the single-process (uni) executor.
 std::unique_ptr<parallel::Executor> make_executor(const std::string& model, DType dtype,
-                                                  const ModelRunnerConfig& config, const Launch& launch);
+                                                  const ModelRunnerConfig& config, const Launch& launch,
+                                                  const WeightQuantization& quantization = {});
 
 }  // namespace lmrun::testing

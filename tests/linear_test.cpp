@@ -93,6 +93,17 @@ TEST_P(LinearConformance, EveryPathMatchesReference) {
         linear_gemm_bf16_avx512(x.data(), p.rows, weight.packed(), bias.data(), got.data());
         expect_close(got, want_bf16, scale, 1e-5, "gemm_bf16_avx512");
     }
+    // The AMX-BF16 GEMM: the same rounding of x, F32 sums in the tiles.
+    if (p.storage == DType::BF16 && kernel_isa() == Isa::AmxBf16) {
+        std::vector<float> want_bf16(y_count);
+        linear_reference(x_bf16.data(), p.rows, weight, bias.data(), want_bf16.data());
+        for (const float* b : {static_cast<const float*>(bias.data()), static_cast<const float*>(nullptr)}) {
+            if (!b) linear_reference(x_bf16.data(), p.rows, weight, nullptr, want_bf16.data());
+            std::fill(got.begin(), got.end(), NAN);
+            linear_gemm_bf16_amx(x.data(), p.rows, weight.packed(), b, got.data());
+            expect_close(got, want_bf16, scale, 1e-5, "gemm_bf16_amx");
+        }
+    }
 
     // The dispatched path. oneDNN (pieces of more than kGemvMaxRows rows) rounds x to BF16 when
     // the weights are BF16, the GEMV (small remainders) does not: each row must match the
@@ -137,6 +148,9 @@ std::vector<Problem> problems() {
         list.push_back({300, 65, 40, storage});   // 256 + 32 + 8 + 4 (GEMV remainder)
         list.push_back({1100, 16, 24, storage});  // more than one 512-row piece
         list.push_back({2, 64, 4099, storage});
+        list.push_back({64, 200, 96, storage});    // two 32-row AMX blocks
+        list.push_back({40, 130, 1024, storage});  // a 32-row block and a partial one
+        list.push_back({700, 70, 1100, storage});  // several x panels per pass over the weights
     }
     return list;
 }

@@ -200,8 +200,8 @@ TEST(Safetensors, RejectsHeaderThatIsNotAnObject) {
 
 TEST(Safetensors, RejectsUnknownDTypeNamingItAndTheSupportedOnes) {
     std::string path = make_temp_dir("safetensors_dtype") + "/t.safetensors";
-    write_raw(path, R"({"w":{"dtype":"F8_E4M3","shape":[4],"data_offsets":[0,4]}})", 4);
-    expect_open_error(path, {"'w'", "F8_E4M3", "F32, BF16, F16, I32, I64"});
+    write_raw(path, R"({"w":{"dtype":"F8_E5M2","shape":[4],"data_offsets":[0,4]}})", 4);
+    expect_open_error(path, {"'w'", "F8_E5M2", "F32, BF16, F16, I32, I64, I8, U8, F8_E4M3"});
 }
 
 TEST(Safetensors, RejectsHeaderThatLiesAboutSizes) {

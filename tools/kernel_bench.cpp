@@ -58,8 +58,8 @@ LinearWeight make_weight(const Shape& s, DType storage, std::mt19937& rng) {
 void bench_linear(DType storage, bool quick) {
     std::mt19937 rng(1);
     std::printf("\n== linear, %s weights ==\n", std::string(dtype_name(storage)).c_str());
-    std::printf("%-8s %6s  %10s %10s %10s %10s  %10s\n", "shape", "rows", "gemv GB/s", "gemv ms", "onednn ms",
-                "gemm ms", "GFLOP/s");
+    std::printf("%-8s %6s  %10s %10s %10s %10s %10s  %10s\n", "shape", "rows", "gemv GB/s", "gemv ms",
+                "onednn ms", "gemm ms", "amx ms", "GFLOP/s");
     for (const Shape& s : kShapes) {
         // Enough copies to cycle through that every call streams its weight from DRAM, as in a
         // real forward pass, instead of finding it in the 32 MiB L3.
@@ -88,12 +88,17 @@ void bench_linear(DType storage, bool quick) {
                 linear_gemm_bf16_avx512(x.data(), rows, weight_for_call().packed(), nullptr, y.data());
             })
                                      : 0;
+            bool has_amx = storage == DType::BF16 && kernel_isa() == Isa::AmxBf16 && rows > 4;
+            double amx_s = has_amx ? seconds_per_call([&] {
+                linear_gemm_bf16_amx(x.data(), rows, weight_for_call().packed(), nullptr, y.data());
+            })
+                                   : 0;
             double best = 1e30;
-            for (double t : {gemv_s, dnnl_s, gemm_s})
+            for (double t : {gemv_s, dnnl_s, gemm_s, amx_s})
                 if (t > 0 && t < best) best = t;
-            std::printf("%-8s %6ld  %10.1f %10.3f %10.3f %10.3f  %10.1f\n", s.name, long(rows),
+            std::printf("%-8s %6ld  %10.1f %10.3f %10.3f %10.3f %10.3f  %10.1f\n", s.name, long(rows),
                         gemv_s > 0 ? double(first.nbytes()) / gemv_s / 1e9 : 0.0, gemv_s * 1e3, dnnl_s * 1e3,
-                        gemm_s * 1e3, flops / best / 1e9);
+                        gemm_s * 1e3, amx_s * 1e3, flops / best / 1e9);
         }
     }
 }

@@ -1,5 +1,6 @@
 // make_random_model: writes a random-weight HF model folder (config.json + safetensors)
-// of a preset or custom Llama / Qwen2 / Qwen3 shape. The logic is in
+// of a preset or custom Llama / Qwen2 / Qwen3 shape, optionally as a compressed-tensors int8
+// W8A8 checkpoint (--int8-w8a8). The logic is in
 // src/model/random_checkpoint.h; this file only maps flags to RandomCheckpointOptions.
 #include <cstdio>
 #include <optional>
@@ -23,6 +24,9 @@ struct Flags {
     uint64_t seed = 0;
     float std = 0.02f;
     int64_t shard_mb = 0;
+    bool int8 = false;
+    std::string int8_strategy = "channel";
+    std::vector<std::string> int8_ignore{"lm_head"};
 };
 
 lmrun::Result<lmrun::ModelConfig> build_config(const Flags& flags) {
@@ -79,6 +83,12 @@ int main(int argc, char** argv) {
     app.add_option("--seed", flags.seed);
     app.add_option("--std", flags.std, "weight standard deviation");
     app.add_option("--shard-mb", flags.shard_mb, "max shard size in MiB (0 = one file)");
+    app.add_flag("--int8-w8a8", flags.int8, "write a compressed-tensors int8 W8A8 checkpoint");
+    app.add_option("--int8-strategy", flags.int8_strategy, "weight scales per channel or per tensor")
+        ->check(CLI::IsMember({"channel", "tensor"}))
+        ->capture_default_str();
+    app.add_option("--int8-ignore", flags.int8_ignore, "layers (or re: patterns) left unquantized")
+        ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
 
     auto config = build_config(flags);
@@ -94,6 +104,13 @@ int main(int argc, char** argv) {
     options.seed = flags.seed;
     options.std = flags.std;
     options.max_shard_bytes = flags.shard_mb * 1024 * 1024;
+    if (flags.int8) {
+        lmrun::RandomInt8Options int8;
+        int8.strategy =
+            flags.int8_strategy == "tensor" ? lmrun::ScaleStrategy::Tensor : lmrun::ScaleStrategy::Channel;
+        int8.ignore = flags.int8_ignore;
+        options.int8 = int8;
+    }
     lmrun::Stopwatch timer;
     lmrun::Status status = lmrun::write_random_checkpoint(flags.out_dir, options);
     if (!status.ok()) {

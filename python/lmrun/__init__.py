@@ -13,6 +13,7 @@ from .engine import LLMEngine
 from .llm import LLM
 from .outputs import CompletionOutput, Logprob, RequestMetrics, RequestOutput
 from .sampling_params import RequestOutputKind, SamplingParams
+from .structured_outputs import GuidedDecodingParams, StructuredOutputsParams
 from .tokenizer import Tokenizer
 
 __version__ = "0.1.0"
@@ -22,6 +23,8 @@ __all__ = [
     "LLMEngine",
     "SamplingParams",
     "RequestOutputKind",
+    "StructuredOutputsParams",
+    "GuidedDecodingParams",
     "RequestOutput",
     "CompletionOutput",
     "RequestMetrics",

@@ -1,5 +1,5 @@
 # Type stubs of the native module lmrun._lmrun (python/src). Use the `lmrun` package, not this.
-from typing import Callable, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 class TokenLogprob:
     token_id: int
@@ -51,10 +51,11 @@ class StepUpdate:
 def validate_sampling_params(params: object) -> None: ...
 
 class LLM:
-    def __init__(self, model: str, tokenizer: str, dtype: str, seed: int, max_model_len: int,
-                 max_num_seqs: int, max_num_batched_tokens: int, enable_prefix_caching: bool,
-                 enable_chunked_prefill: bool, kv_cache_memory_bytes: int, kv_cache_fraction: float,
-                 block_size: int, num_threads: int) -> None: ...
+    # options: model, tokenizer, dtype, seed, max_model_len, max_num_seqs, max_num_batched_tokens,
+    # enable_prefix_caching, enable_chunked_prefill, kv_cache_memory_bytes, kv_cache_fraction,
+    # kv_cache_dtype, block_size, num_threads, quantization, unquantized_embeddings,
+    # tensor_parallel_size, distributed_executor_backend, worker_executable (llm.py builds it).
+    def __init__(self, options: Dict[str, object]) -> None: ...
     def generate(self, prompts: Sequence[Union[str, List[int]]], params: Sequence[object],
                  add_special_tokens: bool,
                  on_progress: Optional[Callable[[int, int, int], None]]) -> List[RequestOutput]: ...

@@ -21,10 +21,36 @@ from .progress import ProgressBar
 from .prompts import PromptType, parse_prompts
 from .sampling_params import SamplingParams
 from .tokenizer import Conversation, Tokenizer, render_chat
+from .worker_executable import worker_executable
 
 # vLLM options that mean nothing on a CPU engine; accepted so vLLM scripts run unchanged.
 _IGNORED_OPTIONS = {"enforce_eager", "trust_remote_code", "gpu_memory_utilization", "disable_log_stats",
                     "tokenizer_mode", "swap_space"}
+
+
+# vLLM's names and lmrun's aliases (--kv-cache-dtype, src/engine/kv_cache.h).
+_KV_CACHE_DTYPES = ("auto", "bfloat16", "bf16", "float32", "f32", "int8", "fp8", "fp8_e4m3")
+_QUANTIZATIONS = (None, "none", "int8")
+_BACKENDS = (None, "uni", "mp")
+
+
+def _choice(name: str, value: Any, allowed: Sequence[Any]) -> Any:
+    if value not in allowed:
+        shown = ", ".join(repr(item) for item in allowed)
+        raise ValueError(f"{name} must be one of {shown}, got {value!r}")
+    return value
+
+
+def _executor_backend(backend: Optional[str], tensor_parallel_size: int) -> str:
+    if backend == "mpi":
+        raise ValueError("distributed_executor_backend='mpi' is not available from Python (its ranks > 0 must run "
+                         "the lmrun command): use 'mp', or `mpirun -np N lmrun serve ... "
+                         "--distributed-executor-backend mpi`")
+    _choice("distributed_executor_backend", backend, _BACKENDS)
+    if backend == "uni" and tensor_parallel_size != 1:
+        raise ValueError(f"distributed_executor_backend='uni' runs one rank; tensor_parallel_size={tensor_parallel_size} "
+                         "needs 'mp'")
+    return backend or ""
 
 
 def _positive(name: str, value: Any, allow_zero: bool = False) -> int:
@@ -50,8 +76,16 @@ class LLM:
         block_size: tokens per KV cache block.
         num_threads: compute threads (0 = one per core).
         enable_chunked_prefill: split long prompts over several steps.
-        tensor_parallel_size, quantization, kv_cache_dtype: accepted at their defaults
-            (1, None, "auto") until the engine supports more.
+        tensor_parallel_size: ranks the model is split over (vLLM's tensor parallelism: heads,
+            MLP features and vocabulary split, one worker process per rank > 0 running the
+            ``lmrun`` binary, see worker_executable.py).
+        distributed_executor_backend: None or "mp" (worker processes; the default when
+            tensor_parallel_size > 1) or "uni" (one process, tensor_parallel_size 1).
+        quantization: None (the checkpoint decides: an int8 compressed-tensors checkpoint stays
+            int8) or "int8" (float weights quantized to int8 at load, W8A8).
+        unquantized_embeddings: with quantization="int8", keep the embedding and LM head in dtype.
+        kv_cache_dtype: "auto" (the weight dtype), "bfloat16", "float32", "int8" or "fp8_e4m3"
+            ("fp8"); int8 and fp8 keep a scale per token and KV head.
         enforce_eager, trust_remote_code, gpu_memory_utilization, ...: vLLM options with no
             meaning here, accepted and ignored.
 
@@ -80,17 +114,21 @@ class LLM:
         tensor_parallel_size: int = 1,
         quantization: Optional[str] = None,
         kv_cache_dtype: str = "auto",
+        distributed_executor_backend: Optional[str] = None,
+        unquantized_embeddings: bool = False,
         **kwargs: Any,
     ) -> None:
         unknown = sorted(set(kwargs) - _IGNORED_OPTIONS)
         if unknown:
             raise TypeError(f"LLM() got unexpected keyword argument(s): {', '.join(unknown)}")
-        if tensor_parallel_size != 1:
-            raise ValueError(f"tensor_parallel_size must be 1 in this build, got {tensor_parallel_size!r}")
-        if quantization is not None:
-            raise ValueError(f"quantization is not supported in this build, got {quantization!r}")
-        if kv_cache_dtype != "auto":
-            raise ValueError(f"kv_cache_dtype must be 'auto' in this build, got {kv_cache_dtype!r}")
+        tensor_parallel_size = _positive("tensor_parallel_size", tensor_parallel_size)
+        backend = _executor_backend(distributed_executor_backend, tensor_parallel_size)
+        _choice("quantization", quantization, _QUANTIZATIONS)
+        _choice("kv_cache_dtype", kv_cache_dtype, _KV_CACHE_DTYPES)
+        if not isinstance(unquantized_embeddings, bool):
+            raise ValueError(f"unquantized_embeddings must be True or False, got {unquantized_embeddings!r}")
+        if unquantized_embeddings and quantization != "int8":
+            raise ValueError("unquantized_embeddings=True needs quantization='int8'")
         if dtype not in ("auto", "float32", "bfloat16"):
             raise ValueError(f"dtype must be 'auto', 'float32' or 'bfloat16', got {dtype!r}")
         kv_bytes = 0
@@ -101,7 +139,7 @@ class LLM:
             kv_bytes = int(kv_cache_memory * (1 << 30))
         if not isinstance(kv_cache_fraction, (int, float)) or not 0 < kv_cache_fraction <= 1:
             raise ValueError(f"kv_cache_fraction must be in (0, 1], got {kv_cache_fraction!r}")
-        self._native = _lmrun.LLM(
+        self._native = _lmrun.LLM(dict(
             model=os.fspath(model),
             tokenizer=os.fspath(tokenizer) if tokenizer is not None else "",
             dtype=dtype,
@@ -113,9 +151,15 @@ class LLM:
             enable_chunked_prefill=bool(enable_chunked_prefill),
             kv_cache_memory_bytes=kv_bytes,
             kv_cache_fraction=float(kv_cache_fraction),
+            kv_cache_dtype=kv_cache_dtype,
             block_size=_positive("block_size", block_size),
             num_threads=_positive("num_threads", num_threads, allow_zero=True),
-        )
+            quantization=quantization or "",
+            unquantized_embeddings=unquantized_embeddings,
+            tensor_parallel_size=tensor_parallel_size,
+            distributed_executor_backend=backend,
+            worker_executable=worker_executable() if tensor_parallel_size > 1 else "",
+        ))
         self._engine: Optional[LLMEngine] = None
         self._tokenizer: Optional[Tokenizer] = None
 

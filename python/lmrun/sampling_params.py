@@ -12,6 +12,7 @@ import numbers
 from typing import List, Optional, Sequence, Union
 
 from . import _lmrun
+from .structured_outputs import GuidedDecodingParams, StructuredOutputsParams
 
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
@@ -65,6 +66,16 @@ def _int_list(name: str, value) -> List[int]:
     return [_check_int(f"{name}[{i}]", item, -_INT32_MAX - 1, _INT32_MAX) for i, item in enumerate(value)]
 
 
+def _structured_outputs(structured_outputs, guided_decoding) -> Optional[StructuredOutputsParams]:
+    if structured_outputs is not None and guided_decoding is not None:
+        raise ValueError("structured_outputs and guided_decoding are the same option: give only one")
+    value = structured_outputs if structured_outputs is not None else guided_decoding
+    name = "structured_outputs" if structured_outputs is not None else "guided_decoding"
+    if value is not None and not isinstance(value, StructuredOutputsParams):
+        raise ValueError(f"{name} must be a StructuredOutputsParams, got {type(value).__name__}")
+    return value
+
+
 class SamplingParams:
     """Sampling options for one request, with vLLM's names and defaults.
 
@@ -88,6 +99,10 @@ class SamplingParams:
             likely alternatives (0-20; None = none).
         skip_special_tokens: leave special tokens out of the text.
         output_kind: what ``LLMEngine.step()`` reports for a running request.
+        structured_outputs: a StructuredOutputsParams the output must match (JSON Schema,
+            regex, choice, EBNF grammar, any JSON object).
+        guided_decoding: the same under vLLM < 0.10's name (a GuidedDecodingParams); give one
+            of the two.
         prompt_logprobs, best_of, detokenize, include_stop_str_in_output,
         spaces_between_special_tokens: accepted for compatibility at vLLM's defaults only.
 
@@ -119,6 +134,8 @@ class SamplingParams:
         spaces_between_special_tokens: bool = True,
         include_stop_str_in_output: bool = False,
         output_kind: RequestOutputKind = RequestOutputKind.CUMULATIVE,
+        structured_outputs: Optional[StructuredOutputsParams] = None,
+        guided_decoding: Optional[GuidedDecodingParams] = None,
     ) -> None:
         self.n = _check_int("n", n, -_INT32_MAX - 1, _INT32_MAX)
         if best_of is not None and best_of != n:
@@ -156,6 +173,7 @@ class SamplingParams:
         if not isinstance(output_kind, RequestOutputKind):
             raise ValueError(f"output_kind must be a RequestOutputKind, got {output_kind!r}")
         self.output_kind = output_kind
+        self.structured_outputs = _structured_outputs(structured_outputs, guided_decoding)
         # The ranges: the engine's own check, whose message starts with the field's name.
         _lmrun.validate_sampling_params(self)
 
@@ -169,6 +187,11 @@ class SamplingParams:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, SamplingParams) and self.__dict__ == other.__dict__
+
+    @property
+    def guided_decoding(self) -> Optional[StructuredOutputsParams]:
+        """vLLM < 0.10's name for ``structured_outputs``."""
+        return self.structured_outputs
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={value!r}" for name, value in self.__dict__.items())

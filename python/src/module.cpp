@@ -14,25 +14,32 @@ using namespace lmrun::python;
 
 namespace {
 
-EngineConfig engine_config(const std::string& model, const std::string& tokenizer, const std::string& dtype,
-                           uint64_t seed, int64_t max_model_len, int64_t max_num_seqs,
-                           int64_t max_num_batched_tokens, bool enable_prefix_caching,
-                           bool enable_chunked_prefill, int64_t kv_cache_memory_bytes,
-                           double kv_cache_fraction, int64_t block_size, int num_threads) {
+// LLM()'s options (python/lmrun/llm.py checked their types and values; the engine checks the
+// rest, e.g. that the model's heads divide by tensor_parallel_size).
+EngineConfig engine_config(const py::dict& options) {
     EngineConfig config;
-    config.model_dir = model;
-    config.tokenizer_dir = tokenizer;
-    config.dtype = dtype;
-    config.seed = seed;
-    config.runner.max_model_len = max_model_len;
-    config.runner.max_num_seqs = max_num_seqs;
-    config.runner.max_num_batched_tokens = max_num_batched_tokens;
-    config.enable_prefix_caching = enable_prefix_caching;
-    config.enable_chunked_prefill = enable_chunked_prefill;
-    config.runner.kv_cache_memory_bytes = kv_cache_memory_bytes;
-    config.runner.kv_cache_memory_fraction = kv_cache_fraction;
-    config.runner.block_size = block_size;
-    config.num_threads = num_threads;
+    config.model_dir = options["model"].cast<std::string>();
+    config.tokenizer_dir = options["tokenizer"].cast<std::string>();
+    config.dtype = options["dtype"].cast<std::string>();
+    config.seed = options["seed"].cast<uint64_t>();
+    config.runner.max_model_len = options["max_model_len"].cast<int64_t>();
+    config.runner.max_num_seqs = options["max_num_seqs"].cast<int64_t>();
+    config.runner.max_num_batched_tokens = options["max_num_batched_tokens"].cast<int64_t>();
+    config.enable_prefix_caching = options["enable_prefix_caching"].cast<bool>();
+    config.enable_chunked_prefill = options["enable_chunked_prefill"].cast<bool>();
+    config.runner.kv_cache_memory_bytes = options["kv_cache_memory_bytes"].cast<int64_t>();
+    config.runner.kv_cache_memory_fraction = options["kv_cache_fraction"].cast<double>();
+    config.runner.kv_cache_dtype = options["kv_cache_dtype"].cast<std::string>();
+    config.runner.block_size = options["block_size"].cast<int64_t>();
+    config.num_threads = options["num_threads"].cast<int>();
+    config.quantization = options["quantization"].cast<std::string>();
+    config.unquantized_embeddings = options["unquantized_embeddings"].cast<bool>();
+    config.tensor_parallel_size = options["tensor_parallel_size"].cast<int>();
+    config.distributed_executor_backend = options["distributed_executor_backend"].cast<std::string>();
+    // The mp backend starts ranks 1.. as `worker_executable worker ...`; under Python
+    // /proc/self/exe is the interpreter, so llm.py passes the lmrun binary.
+    if (std::string worker = options["worker_executable"].cast<std::string>(); !worker.empty())
+        config.worker_executable = worker;
     return config;
 }
 
@@ -80,21 +87,9 @@ PYBIND11_MODULE(_lmrun, m) {
         .def_readonly("final_output", &StepUpdate::final_output);
 
     py::class_<NativeLLM>(m, "LLM")
-        .def(py::init([](const std::string& model, const std::string& tokenizer, const std::string& dtype,
-                         uint64_t seed, int64_t max_model_len, int64_t max_num_seqs,
-                         int64_t max_num_batched_tokens, bool enable_prefix_caching,
-                         bool enable_chunked_prefill, int64_t kv_cache_memory_bytes, double kv_cache_fraction,
-                         int64_t block_size, int num_threads) {
-                 return std::make_unique<NativeLLM>(
-                     engine_config(model, tokenizer, dtype, seed, max_model_len, max_num_seqs,
-                                   max_num_batched_tokens, enable_prefix_caching, enable_chunked_prefill,
-                                   kv_cache_memory_bytes, kv_cache_fraction, block_size, num_threads));
-             }),
-             py::arg("model"), py::arg("tokenizer"), py::arg("dtype"), py::arg("seed"),
-             py::arg("max_model_len"), py::arg("max_num_seqs"), py::arg("max_num_batched_tokens"),
-             py::arg("enable_prefix_caching"), py::arg("enable_chunked_prefill"),
-             py::arg("kv_cache_memory_bytes"), py::arg("kv_cache_fraction"), py::arg("block_size"),
-             py::arg("num_threads"))
+        .def(py::init(
+                 [](const py::dict& options) { return std::make_unique<NativeLLM>(engine_config(options)); }),
+             py::arg("options"))
         .def(
             "generate",
             [](NativeLLM& self, const py::sequence& prompts, const py::sequence& params,

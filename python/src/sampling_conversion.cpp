@@ -9,6 +9,25 @@
 namespace py = pybind11;
 
 namespace lmrun::python {
+namespace {
+
+using structured::StructuredOutputsParams;
+
+// A Python lmrun.StructuredOutputsParams, whose __init__ checked that exactly one constraint is
+// set and made `json` a JSON text.
+StructuredOutputsParams structured_outputs_from_python(const py::handle& params) {
+    if (py::object json = params.attr("json"); !json.is_none())
+        return StructuredOutputsParams::json_schema(json.cast<std::string>());
+    if (py::object regex = params.attr("regex"); !regex.is_none())
+        return StructuredOutputsParams::regex(regex.cast<std::string>());
+    if (py::object choice = params.attr("choice"); !choice.is_none())
+        return StructuredOutputsParams::choice(choice.cast<std::vector<std::string>>());
+    if (py::object grammar = params.attr("grammar"); !grammar.is_none())
+        return StructuredOutputsParams::grammar(grammar.cast<std::string>());
+    return StructuredOutputsParams::json_object();
+}
+
+}  // namespace
 
 SamplingParams sampling_params_from_python(const py::handle& params) {
     SamplingParams out;
@@ -30,6 +49,8 @@ SamplingParams sampling_params_from_python(const py::handle& params) {
     out.frequency_penalty = params.attr("frequency_penalty").cast<float>();
     out.repetition_penalty = params.attr("repetition_penalty").cast<float>();
     out.skip_special_tokens = params.attr("skip_special_tokens").cast<bool>();
+    if (py::object structured = py::getattr(params, "structured_outputs", py::none()); !structured.is_none())
+        out.structured_outputs = structured_outputs_from_python(structured);
     return out;
 }
 

@@ -1,7 +1,9 @@
 // lmrun bench: prefill, decode and engine throughput on a model folder, or on a random-weight
 // checkpoint of a known shape that it writes first (e.g. --random qwen3-0.6b). It measures the
 // machine's own limits first (bench_limits.h) and reports every figure also as a fraction of
-// its roofline and against the project's targets (issue 5). Times are medians of --repeats runs.
+// its roofline (from the bytes the loaded model and KV cache dtype really read: --quantization
+// int8 and --kv-cache-dtype int8 shrink it) and against the project's targets (issue 5). Times
+// are medians of --repeats runs.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -23,8 +25,10 @@
 #include "core/logging.h"
 #include "core/memory_info.h"
 #include "core/parallel.h"
+#include "engine/kv_cache.h"
 #include "engine/llm_engine.h"
 #include "engine/model_runner.h"
+#include "model/quantization_config.h"
 #include "model/random_checkpoint.h"
 #include "parallel/executor.h"
 
@@ -36,6 +40,9 @@ struct BenchArgs {
     std::string random_preset;
     std::string random_dir = "/tmp/lmrun-random-models";
     std::string dtype = "auto";
+    std::string quantization;  // "int8": W8A8 weights quantized at load
+    bool unquantized_embeddings = false;
+    std::string kv_cache_dtype = "auto";
     std::vector<int64_t> prompt_lens{128, 512, 2048};
     std::vector<int64_t> decode_batches{1, 8, 32, 64, 128};
     int64_t decode_context = 128;
@@ -274,6 +281,9 @@ EngineConfig engine_config_for(const BenchArgs& args, const std::string& model_d
     EngineConfig config;
     config.model_dir = model_dir;
     config.dtype = dtype == DType::F32 ? "float32" : "bfloat16";
+    config.quantization = args.quantization;
+    config.unquantized_embeddings = args.unquantized_embeddings;
+    config.runner.kv_cache_dtype = args.kv_cache_dtype;
     config.num_threads = capped_threads(args.threads);
     config.tensor_parallel_size = args.tensor_parallel_size;
     config.distributed_executor_backend = args.distributed_executor_backend;
@@ -328,6 +338,7 @@ ModelRunnerConfig runner_config_for(const BenchArgs& args, const ModelConfig& co
     int64_t max_context = args.decode_context;
     for (int64_t context : args.context_sweep) max_context = std::max(max_context, context);
     ModelRunnerConfig runner;
+    runner.kv_cache_dtype = args.kv_cache_dtype;
     runner.max_num_seqs = std::max(max_batch, args.context_batch);
     runner.max_num_batched_tokens = std::min<int64_t>(std::max(max_prompt, args.decode_context), 2048);
     runner.max_model_len =
@@ -398,9 +409,13 @@ int run_bench(const BenchArgs& args) {
     auto resolved_dtype = resolve_weight_dtype(args.dtype, config.value());
     if (!resolved_dtype.ok()) return fail(resolved_dtype.error());
     const DType dtype = resolved_dtype.value();
+    auto kv_dtype = resolve_kv_cache_dtype(args.kv_cache_dtype, dtype);
+    if (!kv_dtype.ok()) return fail(kv_dtype.error());
+    auto quantization = parse_weight_quantization(args.quantization, args.unquantized_embeddings);
+    if (!quantization.ok()) return fail(quantization.error());
     if (args.structured) return run_structured(args, model_dir.value(), dtype);
 
-    BenchContext bench{args, {}, model_cost(config.value(), dtype, dtype), {}};
+    BenchContext bench{args, {}, model_cost(config.value(), dtype, kv_dtype.value()), {}};
     if (args.compare_tensor_parallel) {
         TensorParallelComparison comparison;
         comparison.model_dir = model_dir.value();
@@ -421,6 +436,8 @@ int run_bench(const BenchArgs& args) {
     }
     nlohmann::json json = {{"model", model_dir.value()},
                            {"dtype", dtype_name(dtype)},
+                           {"weight_quantization", args.quantization.empty() ? "none" : args.quantization},
+                           {"kv_cache_dtype", dtype_name(kv_dtype.value())},
                            {"threads", num_threads()},
                            {"isa", isa_name(kernel_isa())}};
     if (args.startup) {
@@ -428,6 +445,10 @@ int run_bench(const BenchArgs& args) {
         if (status == 0 && !args.json_path.empty()) std::ofstream(args.json_path) << json.dump(2) << "\n";
         return status;
     }
+    std::cout << fmt::format("{} kernels, {} threads, weights {}{}, KV cache {}\n", isa_name(kernel_isa()),
+                             num_threads(), dtype_name(dtype),
+                             args.quantization == "int8" ? " quantized to int8 (W8A8)" : "",
+                             dtype_name(kv_dtype.value()));
     bench.report.print_header();
     // The engine runs first, in a process that has not yet held the runner's larger buffers,
     // so its resident memory is what a fresh `lmrun serve` would show.
@@ -435,24 +456,10 @@ int run_bench(const BenchArgs& args) {
         !status.ok()) {
         return fail(status.error());
     }
-    log_info("measuring this machine's limits ({} threads, {} kernels)", num_threads(),
-             isa_name(kernel_isa()));
-    bench.limits = measure_machine_limits();
-    std::cout << fmt::format(
-        "limits: read bandwidth {:.1f} GB/s, BF16 GEMM peak {:.0f} GFLOP/s (oneDNN {:.0f})\n",
-        bench.limits.read_bytes_per_s / 1e9, bench.limits.gemm_flops_per_s / 1e9,
-        bench.limits.onednn_flops_per_s / 1e9);
-    std::cout << fmt::format(
-        "model: {:.0f} MiB of weights read per forward, {:.2f} GFLOP per token (+ attention)\n",
-        bench.cost.weight_bytes / double(1 << 20),
-        2 * (bench.cost.layer_params + bench.cost.lm_head_params) / 1e9);
-
-    json["limits"] = {{"read_bytes_per_s", bench.limits.read_bytes_per_s},
-                      {"gemm_flops_per_s", bench.limits.gemm_flops_per_s},
-                      {"onednn_flops_per_s", bench.limits.onednn_flops_per_s}};
     parallel::ExecutorConfig executor_config;
     executor_config.model_dir = model_dir.value();
     executor_config.dtype = dtype;
+    executor_config.quantization = quantization.value();
     executor_config.runner = runner_config_for(args, config.value(), bench.cost);
     executor_config.tensor_parallel_size = args.tensor_parallel_size;
     executor_config.threads_per_rank = capped_threads(args.threads);
@@ -463,6 +470,29 @@ int run_bench(const BenchArgs& args) {
     auto executor = parallel::Executor::create(executor_config);
     if (!executor.ok()) return fail(executor.error());
     ModelRunner& runner = executor.value()->runner();
+    // What rank 0 really reads per forward (its shard under -tp; int8 where quantized).
+    bench.cost.weight_bytes = double(runner.model().forward_weight_nbytes());
+    const DType gemm_storage = runner.model().has_int8_weights() ? DType::I8 : DType::BF16;
+    log_info("measuring this machine's limits ({} threads, {} kernels)", num_threads(),
+             isa_name(kernel_isa()));
+    bench.limits = measure_machine_limits(gemm_storage);
+    std::cout << fmt::format(
+        "limits: read bandwidth {:.1f} GB/s, {} GEMM peak {:.0f} GOP/s (oneDNN {})\n",
+        bench.limits.read_bytes_per_s / 1e9, dtype_name(gemm_storage), bench.limits.gemm_flops_per_s / 1e9,
+        bench.limits.onednn_flops_per_s > 0 ? fmt::format("{:.0f}", bench.limits.onednn_flops_per_s / 1e9)
+                                            : std::string("has no kernel here"));
+    std::cout << fmt::format(
+        "model: {:.0f} MiB of weights read per forward, {:.3f} MiB of KV per token, {:.2f} GFLOP per token "
+        "(+ attention)\n",
+        bench.cost.weight_bytes / double(1 << 20), bench.cost.kv_bytes_per_token / double(1 << 20),
+        2 * (bench.cost.layer_params + bench.cost.lm_head_params) / 1e9);
+
+    json["limits"] = {{"read_bytes_per_s", bench.limits.read_bytes_per_s},
+                      {"gemm_storage", dtype_name(gemm_storage)},
+                      {"gemm_flops_per_s", bench.limits.gemm_flops_per_s},
+                      {"onednn_flops_per_s", bench.limits.onednn_flops_per_s}};
+    json["weight_bytes_per_forward"] = bench.cost.weight_bytes;
+    json["kv_bytes_per_token"] = bench.cost.kv_bytes_per_token;
     run_prefill_sweep(bench, runner);
     std::vector<PlotPoint> points = run_decode_sweep(bench, runner);
     run_context_sweep(bench, runner);
@@ -496,6 +526,13 @@ CommandRunner add_bench_command(CLI::App& app) {
         ->capture_default_str();
     command->add_option("--dtype", args->dtype, "auto, float32, bfloat16")
         ->check(CLI::IsMember({"auto", "float32", "bfloat16", "f32", "bf16"}))
+        ->capture_default_str();
+    command->add_option("--quantization", args->quantization, "int8: W8A8 weights quantized at load")
+        ->check(CLI::IsMember({"int8", "none"}));
+    command->add_flag("--unquantized-embeddings", args->unquantized_embeddings,
+                      "With --quantization int8: keep the embedding table and LM head in --dtype");
+    command->add_option("--kv-cache-dtype", args->kv_cache_dtype, "auto, bfloat16, float32, int8, fp8_e4m3")
+        ->check(CLI::IsMember({"auto", "bfloat16", "float32", "int8", "fp8_e4m3", "fp8"}))
         ->capture_default_str();
     command->add_option("--prompt-lens", args->prompt_lens, "Prefill prompt lengths")
         ->delimiter(',')

@@ -78,14 +78,14 @@ double measure_read_bandwidth(int64_t buffer_bytes, int repeats) {
     return *std::max_element(rates.begin(), rates.end());
 }
 
-void measure_gemm_peak(MachineLimits& limits, int repeats) {
+void measure_gemm_peak(MachineLimits& limits, DType storage, int repeats) {
     constexpr int64_t kRows = 512, kOut = 4096, kIn = 4096;
     std::mt19937 rng(7);
     std::uniform_real_distribution<float> dist(-0.05f, 0.05f);
     std::vector<float> w(size_t(kOut * kIn)), x(size_t(kRows * kIn)), y(size_t(kRows * kOut));
     for (float& v : w) v = dist(rng);
     for (float& v : x) v = dist(rng);
-    kernels::LinearWeight weight = kernels::LinearWeight::pack(w.data(), DType::F32, kOut, kIn, DType::BF16);
+    kernels::LinearWeight weight = kernels::LinearWeight::pack(w.data(), DType::F32, kOut, kIn, storage);
     const double flops = 2.0 * double(kRows) * double(kOut) * double(kIn);
     auto rate = [&](auto&& call) {
         call();  // warm-up: primitive creation, first touch
@@ -98,15 +98,20 @@ void measure_gemm_peak(MachineLimits& limits, int repeats) {
         return *std::max_element(rates.begin(), rates.end());
     };
     double engine = rate([&] { kernels::linear(x.data(), kRows, weight, nullptr, y.data()); });
-    limits.onednn_flops_per_s =
-        rate([&] { kernels::linear_onednn(x.data(), kRows, weight, nullptr, y.data()); });
+    // Where oneDNN has no kernel for these weights (AVX2: no BF16; int8 weights are ours alone)
+    // linear_onednn computes nothing and returns at once: its "rate" would be meaningless.
+    limits.onednn_flops_per_s = 0;
+    if (storage == DType::BF16 && kernels::linear_onednn(x.data(), kRows, weight, nullptr, y.data())) {
+        limits.onednn_flops_per_s =
+            rate([&] { kernels::linear_onednn(x.data(), kRows, weight, nullptr, y.data()); });
+    }
     limits.gemm_flops_per_s = std::max(engine, limits.onednn_flops_per_s);
 }
 
-MachineLimits measure_machine_limits() {
+MachineLimits measure_machine_limits(DType weight_storage) {
     MachineLimits limits;
     limits.read_bytes_per_s = measure_read_bandwidth();
-    measure_gemm_peak(limits);
+    measure_gemm_peak(limits, weight_storage);
     return limits;
 }
 

@@ -80,8 +80,8 @@ void drop_from_page_cache(const std::vector<std::string>& files) {
     }
 }
 
-// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's noexcept move calls its invariant check,
-// which clang-tidy takes for a throw.
+// nlohmann::json's noexcept move calls its invariant check, which clang-tidy takes for a throw.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct ProbeResult {
     bool ok = false;
     double wall_first_token_s = 0;  // parent's clock: spawn to the probe's report

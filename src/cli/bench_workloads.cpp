@@ -6,6 +6,7 @@
 
 #include "core/memory_info.h"
 #include "core/timer.h"
+#include "engine/kv_cache.h"
 
 namespace lmrun::cli {
 namespace {
@@ -136,8 +137,14 @@ ModelCost model_cost(const ModelConfig& config, DType weight_dtype, DType kv_dty
     cost.layer_params = per_layer * double(config.num_hidden_layers);
     cost.lm_head_params = double(config.vocab_size) * hidden;
     cost.weight_bytes = (cost.layer_params + cost.lm_head_params) * double(dtype_size_bytes(weight_dtype));
-    cost.kv_bytes_per_token =
-        2.0 * kv * double(config.num_hidden_layers) * double(dtype_size_bytes(kv_dtype));
+    // The cache's own accounting: int8 / fp8 rows carry a scale per token and KV head.
+    KvCacheShape shape;
+    shape.num_layers = config.num_hidden_layers;
+    shape.block_size = 1;
+    shape.num_kv_heads = config.num_key_value_heads;
+    shape.head_dim = config.head_dim;
+    shape.dtype = kv_dtype;
+    cost.kv_bytes_per_token = double(shape.bytes_per_block());
     return cost;
 }
 

@@ -43,13 +43,15 @@ struct ModelCost {
     double layer_params = 0;        // multiply-adds per token in the decoder layers' projections
     double lm_head_params = 0;      // and in the LM head (once per sampled token)
     double weight_bytes = 0;        // bytes of weights a forward pass reads (layers + LM head)
-    double kv_bytes_per_token = 0;  // K and V of one token over all layers
+    double kv_bytes_per_token = 0;  // K and V of one token over all layers, with their scales
     int64_t num_layers = 0, num_heads = 0, head_dim = 0;
 
     // FLOPs of a forward over `tokens` new tokens seeing `context` tokens each on average,
     // sampling `sampled` of them.
     double flops(double tokens, double context, double sampled) const;
 };
+// weight_bytes assumes every weight in weight_dtype; the bench replaces it with the loaded
+// model's own count (CausalLM::forward_weight_nbytes: int8 weights, their scales).
 ModelCost model_cost(const ModelConfig& config, DType weight_dtype, DType kv_dtype);
 
 }  // namespace lmrun::cli

@@ -99,6 +99,12 @@ void EngineOptions::add_to(CLI::App& app) {
     app.add_option("--dtype", dtype, "Weight dtype: auto, float32, bfloat16")
         ->check(CLI::IsMember({"auto", "float32", "bfloat16", "f32", "bf16"}))
         ->capture_default_str();
+    app.add_option("--quantization", quantization,
+                   "int8: quantize weights to int8 at load (W8A8, per-channel weights, per-token "
+                   "activations); int8 compressed-tensors checkpoints are detected without it")
+        ->check(CLI::IsMember({"int8", "none"}));
+    app.add_flag("--unquantized-embeddings", unquantized_embeddings,
+                 "With --quantization int8: keep the embedding table and LM head in --dtype");
     app.add_option("--block-size", block_size, "Tokens per KV cache block")
         ->check(integer_range(1, kMaxBlockSize))
         ->capture_default_str();
@@ -117,6 +123,11 @@ void EngineOptions::add_to(CLI::App& app) {
     app.add_option("--kv-cache-fraction", kv_cache_fraction,
                    "KV cache bound as a fraction of available RAM (when --kv-cache-memory is not given)")
         ->check(finite_range(0.001, 1));
+    app.add_option("--kv-cache-dtype", kv_cache_dtype,
+                   "KV cache element: auto (the weight dtype), bfloat16, float32, int8, fp8_e4m3 (int8 "
+                   "and fp8 keep a scale per token and KV head)")
+        ->check(CLI::IsMember({"auto", "bfloat16", "float32", "int8", "fp8_e4m3", "fp8"}))
+        ->capture_default_str();
     app.add_flag("--no-prefix-caching", no_prefix_caching, "Disable prefix caching");
     app.add_flag("--no-chunked-prefill", no_chunked_prefill, "Disable chunked prefill");
     app.add_option(
@@ -131,6 +142,13 @@ void EngineOptions::add_to(CLI::App& app) {
                    "How ranks run: uni (one process), mp (worker processes on this machine; the default for "
                    "-tp > 1), mpi (ranks started by mpirun/srun)")
         ->check(CLI::IsMember({"uni", "mp", "mpi"}));
+    app.add_option("--kv-offload-dir", kv_offload_dir,
+                   "KV tier below RAM: write computed KV blocks to this directory (created if missing) and "
+                   "load them back instead of recomputing, across restarts and processes");
+    app.add_option("--kv-offload-size", kv_offload_size_gib,
+                   "Bound of --kv-offload-dir in GiB (LRU eviction)")
+        ->check(finite_range(0.0001, 1 << 20))
+        ->capture_default_str();
     app.add_option("--engine-seed", seed, "Seed for requests without their own seed")
         ->check(unsigned_integer());
 }
@@ -140,18 +158,23 @@ EngineConfig EngineOptions::to_config() const {
     config.model_dir = model;
     config.tokenizer_dir = tokenizer;
     config.dtype = dtype;
+    config.quantization = quantization;
+    config.unquantized_embeddings = unquantized_embeddings;
     config.runner.block_size = block_size;
     config.runner.max_num_seqs = max_num_seqs;
     config.runner.max_num_batched_tokens = max_num_batched_tokens;
     config.runner.max_model_len = max_model_len;
     config.runner.kv_cache_memory_bytes = int64_t(kv_cache_memory_gib * double(1ll << 30));
     config.runner.kv_cache_memory_fraction = kv_cache_fraction;
+    config.runner.kv_cache_dtype = kv_cache_dtype;
     config.enable_prefix_caching = !no_prefix_caching;
     config.enable_chunked_prefill = !no_chunked_prefill;
     config.num_threads = capped_threads(threads);
     config.seed = seed;
     config.tensor_parallel_size = tensor_parallel_size;
     config.distributed_executor_backend = distributed_executor_backend;
+    config.kv_offload_dir = kv_offload_dir;
+    config.kv_offload_bytes = int64_t(kv_offload_size_gib * double(1ll << 30));
     return config;
 }
 

@@ -19,18 +19,23 @@ struct EngineOptions {
     std::string model;
     std::string tokenizer;
     std::string dtype = "auto";
+    std::string quantization;
+    bool unquantized_embeddings = false;
     int64_t block_size = 256;
     int64_t max_num_seqs = 64;
     int64_t max_num_batched_tokens = 2048;
     int64_t max_model_len = 0;
     double kv_cache_memory_gib = 0;
     double kv_cache_fraction = 0;  // 0: the fixed default budget
+    std::string kv_cache_dtype = "auto";
     bool no_prefix_caching = false;
     bool no_chunked_prefill = false;
     int threads = 0;
     uint64_t seed = 0;
     int tensor_parallel_size = 1;
     std::string distributed_executor_backend;
+    std::string kv_offload_dir;
+    double kv_offload_size_gib = 10;
 
     void add_to(CLI::App& app);
     EngineConfig to_config() const;

@@ -14,6 +14,7 @@ CommandRunner add_generate_command(CLI::App& app);
 CommandRunner add_chat_command(CLI::App& app);
 CommandRunner add_bench_command(CLI::App& app);
 CommandRunner add_serve_command(CLI::App& app);
+CommandRunner add_perplexity_command(CLI::App& app);
 CommandRunner add_router_command(CLI::App& app);
 
 }  // namespace lmrun::cli

@@ -8,7 +8,9 @@
 
 namespace lmrun {
 
-enum class DType : uint8_t { F32, BF16, F16, I32, I64 };
+// I8: int8 weights (quantized checkpoints, the int8 linear layout) and int8 KV caches; U8 for
+// completeness of safetensors; F8E4M3: the OCP fp8 "e4m3fn" format (no infinities, max 448).
+enum class DType : uint8_t { F32, BF16, F16, I32, I64, I8, U8, F8E4M3 };
 
 size_t dtype_size_bytes(DType dtype);
 std::string_view dtype_name(DType dtype);
@@ -33,6 +35,12 @@ inline uint16_t f32_to_bf16(float value) {
 
 float f16_to_f32(uint16_t bits);
 uint16_t f32_to_f16(float value);
+
+// fp8 e4m3fn (1 sign, 4 exponent bits with bias 7, 3 mantissa bits; 0x7f/0xff are NaN, no
+// infinity). Rounds to nearest even and saturates at ±448, as PyTorch's cast with clamping.
+float fp8_e4m3_to_f32(uint8_t bits);
+uint8_t f32_to_fp8_e4m3(float value);
+inline constexpr float kFp8E4M3Max = 448.0f;
 
 // Converts `count` elements of `src` (any float dtype) to F32.
 void convert_to_f32(const void* src, DType src_dtype, float* dst, size_t count);

@@ -120,7 +120,20 @@ void BlockManager::may_append(Sequence& seq, int64_t num_new_tokens) {
         seq.block_table.push_back(allocate_block());
 }
 
-void BlockManager::cache_computed_blocks(Sequence& seq) {
+void BlockManager::record_newly_cached(bool enable) {
+    record_newly_cached_ = enable && enable_prefix_caching_;
+    newly_cached_.clear();
+    if (record_newly_cached_) newly_cached_.reserve(blocks_.size());
+}
+
+bool BlockManager::pin(int32_t block_id, uint64_t hash) {
+    const Block& block = blocks_[static_cast<size_t>(block_id)];
+    if (!block.has_hash || block.hash != hash) return false;
+    take_cached(block_id);
+    return true;
+}
+
+void BlockManager::cache_computed_blocks(Sequence& seq, bool record) {
     if (!enable_prefix_caching_) return;
     const int64_t num_full_blocks = seq.num_computed_tokens / block_size_;
     LMRUN_CHECK(num_full_blocks <= static_cast<int64_t>(seq.block_table.size()),
@@ -142,6 +155,8 @@ void BlockManager::cache_computed_blocks(Sequence& seq) {
         // An equal (or colliding) block registered earlier keeps its entry; this one
         // is then simply not findable.
         hash_to_block_id_.try_emplace(block.hash, block_id);
+        if (record && record_newly_cached_ && newly_cached_.size() < newly_cached_.capacity())
+            newly_cached_.push_back({block_id, block.hash});
     }
     seq.num_hashed_blocks = std::max(seq.num_hashed_blocks, num_full_blocks);
 }

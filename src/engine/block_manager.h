@@ -16,6 +16,11 @@
 // them plus fresh blocks for the tokens computed in this step. Afterwards
 // can_append()/may_append() grow the table before each step.
 // Statistics count blocks: queries = full blocks looked up at admission, hits = found.
+//
+// A KV tier below RAM (kv_offload.h) asks it to record the blocks each step newly caches
+// (record_newly_cached), pins a block while a writer thread copies it out (a pinned block
+// is held like a sequence holds it: never reused), and hands it blocks loaded from the
+// tier for a sequence's table (cache_computed_blocks with record = false).
 #pragma once
 
 #include <cstdint>
@@ -63,8 +68,27 @@ class BlockManager {
     void may_append(Sequence& seq, int64_t num_new_tokens);
 
     // After a step advanced seq.num_computed_tokens: registers its newly full,
-    // computed blocks in the prefix cache.
-    void cache_computed_blocks(Sequence& seq);
+    // computed blocks in the prefix cache (and, when recording and `record`, lists them
+    // in newly_cached()).
+    void cache_computed_blocks(Sequence& seq, bool record = true);
+
+    // Newly cached blocks: off by default. The list holds at most num_blocks entries
+    // (reserved here, so recording never allocates); a full list drops the newest.
+    struct CachedBlock {
+        int32_t block_id;
+        uint64_t hash;
+    };
+    void record_newly_cached(bool enable);
+    std::span<const CachedBlock> newly_cached() const { return newly_cached_; }
+    void clear_newly_cached() { newly_cached_.clear(); }
+    // Holds a cached block (ref count + 1) so that it is not reused, if it is still cached
+    // under `hash`; false otherwise. unpin() releases it.
+    bool pin(int32_t block_id, uint64_t hash);
+    void unpin(int32_t block_id) { release_block(block_id); }
+    // Token ids of a cached block (block_size of them); stable while it is pinned.
+    std::span<const int32_t> block_tokens(int32_t block_id) const { return stored_tokens(block_id); }
+    BlockHashFn hash_fn() const { return hash_fn_; }
+    bool prefix_caching_enabled() const { return enable_prefix_caching_; }
 
     // Releases seq's blocks (they stay cached until reused); num_computed_tokens = 0.
     void deallocate(Sequence& seq);
@@ -110,6 +134,8 @@ class BlockManager {
     int64_t num_free_blocks_ = 0;
     int64_t prefix_cache_hits_ = 0;
     int64_t prefix_cache_queries_ = 0;
+    bool record_newly_cached_ = false;
+    std::vector<CachedBlock> newly_cached_;
 };
 
 }  // namespace lmrun

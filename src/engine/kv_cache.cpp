@@ -10,8 +10,26 @@
 
 namespace lmrun {
 
+namespace {
+int64_t scale_bytes_per_row(DType dtype) {
+    return kernels::kv_dtype_is_scaled(dtype) ? int64_t(sizeof(float)) : 0;
+}
+}  // namespace
+
 int64_t KvCacheShape::bytes_per_block() const {
-    return 2 * num_layers * block_size * num_kv_heads * head_dim * int64_t(dtype_size_bytes(dtype));
+    return 2 * num_layers * block_size * num_kv_heads *
+           (head_dim * int64_t(dtype_size_bytes(dtype)) + scale_bytes_per_row(dtype));
+}
+
+Result<DType> resolve_kv_cache_dtype(const std::string& name, DType weight_dtype) {
+    if (name == "auto" || name.empty()) return weight_dtype == DType::F32 ? DType::F32 : DType::BF16;
+    if (name == "bfloat16" || name == "bf16") return DType::BF16;
+    if (name == "float32" || name == "f32") return DType::F32;
+    if (name == "int8") return DType::I8;
+    if (name == "fp8_e4m3" || name == "fp8") return DType::F8E4M3;
+    return make_error(ErrorKind::Unsupported,
+                      "--kv-cache-dtype: '{}' is not supported (auto, bfloat16, float32, int8, fp8_e4m3)",
+                      name);
 }
 
 Result<std::unique_ptr<KvCache>> KvCache::create(const KvCacheShape& shape) {
@@ -38,11 +56,17 @@ void KvCache::bind_layers() {
     const KvCacheShape& shape = shape_;
     const int64_t layer_bytes = shape.num_blocks * shape.block_size * shape.num_kv_heads * shape.head_dim *
                                 int64_t(dtype_size_bytes(shape.dtype));
+    const int64_t layer_scales = shape.num_blocks * shape.block_size * shape.num_kv_heads;
     auto* base = static_cast<char*>(arena_);
+    auto* scales = reinterpret_cast<float*>(base + 2 * shape.num_layers * layer_bytes);
     for (int64_t layer = 0; layer < shape.num_layers; ++layer) {
         kernels::KvCacheLayer view{};
         view.k = base + layer * layer_bytes;
         view.v = base + (shape.num_layers + layer) * layer_bytes;
+        if (kernels::kv_dtype_is_scaled(shape.dtype)) {
+            view.k_scale = scales + layer * layer_scales;
+            view.v_scale = scales + (shape.num_layers + layer) * layer_scales;
+        }
         view.dtype = shape.dtype;
         view.num_blocks = shape.num_blocks;
         view.block_size = shape.block_size;

@@ -1,5 +1,7 @@
 // The paged KV cache: ONE arena laid out [2, layers, num_blocks, block_size,
-// kv_heads, head_dim] (K then V). The arena's address space is reserved at
+// kv_heads, head_dim] (K then V); int8 / fp8 caches follow it with their scales,
+// [2, layers, num_blocks, block_size, kv_heads] F32 (one per token and KV head,
+// kernels/attention.h). The arena's address space is reserved at
 // start-up (MAP_NORESERVE, nothing touched); the OS commits a page when a step
 // first writes a block there, so resident memory follows the load and never
 // exceeds the reserved size (the --kv-cache-memory bound). A fresh page costs a
@@ -9,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/dtype.h"
@@ -23,11 +26,15 @@ struct KvCacheShape {
     int64_t block_size = 0;
     int64_t num_kv_heads = 0;  // local to this rank
     int64_t head_dim = 0;
-    DType dtype = DType::BF16;
+    DType dtype = DType::BF16;  // F32, BF16, I8 or F8E4M3
 
-    int64_t bytes_per_block() const;  // K and V of one block across all layers
+    int64_t bytes_per_block() const;  // K and V (and their scales) of one block across all layers
     int64_t total_bytes() const { return bytes_per_block() * num_blocks; }
 };
+
+// --kv-cache-dtype: "auto" (the weight dtype: F32 models keep an F32 cache, others BF16),
+// "bfloat16", "float32", "int8", "fp8_e4m3" (or "fp8"), vLLM's names where they exist.
+Result<DType> resolve_kv_cache_dtype(const std::string& name, DType weight_dtype);
 
 class KvCache {
   public:

@@ -7,6 +7,8 @@
 #include "core/logging.h"
 #include "core/parallel.h"
 #include "core/timer.h"
+#include "engine/kv_disk_store.h"
+#include "engine/kv_model_id.h"
 #include "engine/prompt_check.h"
 #include "structured/grammar_compiler.h"
 #include "structured/grammar_matcher.h"
@@ -30,13 +32,34 @@ uint64_t mix_seed(uint64_t seed, uint64_t salt) {
 
 }  // namespace
 
+namespace {
+
+// Checked before any weight is loaded.
+Status check_kv_offload_config(const EngineConfig& config) {
+    if (config.kv_offload_dir.empty()) return ok_status();
+    auto refuse = [&config](const char* why) {
+        return with_subject(make_error("--kv-offload-dir {}: {}", config.kv_offload_dir, why),
+                            config.kv_offload_dir);
+    };
+    // Each rank would store its own shard under a key with its rank (kv_model_id has it), but
+    // the step messages do not yet tell the workers what to load and write.
+    if (config.tensor_parallel_size > 1) return refuse("not supported with -tp > 1 yet");
+    if (!config.enable_prefix_caching) return refuse("needs prefix caching (drop --no-prefix-caching)");
+    return ok_status();
+}
+
+}  // namespace
+
 LLMEngine::~LLMEngine() = default;
 
 Result<std::unique_ptr<LLMEngine>> LLMEngine::create(const EngineConfig& config) {
     std::unique_ptr<LLMEngine> engine(new LLMEngine());
     engine->config_ = config;
+    LMRUN_RETURN_IF_ERROR(check_kv_offload_config(config));
     LMRUN_ASSIGN_OR_RETURN(ModelConfig model_config, load_model_config(config.model_dir));
     LMRUN_ASSIGN_OR_RETURN(DType dtype, resolve_weight_dtype(config.dtype, model_config));
+    LMRUN_ASSIGN_OR_RETURN(WeightQuantization quantization,
+                           parse_weight_quantization(config.quantization, config.unquantized_embeddings));
     const std::string tokenizer_dir = config.tokenizer_dir.empty() ? config.model_dir : config.tokenizer_dir;
     if (std::filesystem::exists(tokenizer_dir + "/tokenizer.json")) {
         LMRUN_ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::from_dir(tokenizer_dir));
@@ -47,6 +70,7 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(const EngineConfig& config)
     parallel::ExecutorConfig executor_config;
     executor_config.model_dir = config.model_dir;
     executor_config.dtype = dtype;
+    executor_config.quantization = quantization;
     executor_config.runner = config.runner;
     executor_config.tensor_parallel_size = config.tensor_parallel_size;
     executor_config.threads_per_rank = config.num_threads;
@@ -75,9 +99,43 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(const EngineConfig& config)
     scheduler_config.enable_chunked_prefill = config.enable_chunked_prefill;
     engine->scheduler_ =
         std::make_unique<Scheduler>(scheduler_config, *engine->block_manager_, engine->eos_token_ids_);
+    LMRUN_RETURN_IF_ERROR(engine->start_kv_offload());
     engine->runner_seqs_.reserve(size_t(runner_config.max_num_seqs));
     engine->sampled_ids_.reserve(size_t(runner_config.max_num_seqs));
     return engine;
+}
+
+Status LLMEngine::start_kv_offload() {
+    const EngineConfig& config = config_;
+    if (config.kv_offload_dir.empty()) return ok_status();
+    LMRUN_ASSIGN_OR_RETURN(std::unique_ptr<KvDiskStore> store,
+                           KvDiskStore::open(config.kv_offload_dir, config.kv_offload_bytes));
+    const ModelRunner& runner = executor_->runner();
+    const KvCacheShape& shape = runner.kv_cache_shape();
+    const uint64_t model_id = kv_model_id(config.model_dir, runner.model().weight_dtype(), shape, 0,
+                                          executor_->tensor_parallel_size());
+    // A quarter of the cache may be pinned waiting for the writer.
+    const int64_t max_pending = std::max<int64_t>(runner.num_kv_blocks() / 4, 1);
+    kv_offload_ = std::make_unique<KvOffload>(std::move(store), model_id, runner.kv_cache(), *block_manager_,
+                                              config.kv_offload_load_mode, max_pending);
+    const int64_t file_bytes = KvDiskStore::kHeaderBytes + kv_offload_->block_payload_bytes();
+    if (file_bytes > config.kv_offload_bytes) {
+        kv_offload_.reset();
+        return with_subject(
+            make_error("--kv-offload-size: one KV block takes {} bytes, more than the bound of {}",
+                       file_bytes, config.kv_offload_bytes),
+            "--kv-offload-size");
+    }
+    scheduler_->set_prefix_loader(kv_offload_.get());
+    log_info("KV tier: {} (at most {:.2f} GiB, {:.1f} KiB per block, model id {:016x})",
+             config.kv_offload_dir, double(config.kv_offload_bytes) / double(int64_t(1) << 30),
+             double(file_bytes) / 1024, model_id);
+    return ok_status();
+}
+
+std::optional<KvOffloadStats> LLMEngine::kv_offload_stats() const {
+    if (!kv_offload_) return std::nullopt;
+    return kv_offload_->stats();
 }
 
 Status LLMEngine::validate_request(const std::vector<int32_t>& prompt_ids,
@@ -135,6 +193,7 @@ EngineStats LLMEngine::stats() const {
     stats.num_preemptions = scheduler_->num_preemptions();
     stats.prefix_cache_hits = block_manager_->prefix_cache_hits();
     stats.prefix_cache_queries = block_manager_->prefix_cache_queries();
+    stats.num_prompt_tokens_loaded = scheduler_->num_loaded_tokens();
     return stats;
 }
 

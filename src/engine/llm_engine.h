@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "core/result.h"
 #include "engine/block_manager.h"
 #include "engine/engine_request.h"
+#include "engine/kv_offload.h"
 #include "engine/model_runner.h"
 #include "engine/request_output.h"
 #include "engine/scheduler.h"
@@ -35,7 +37,11 @@ struct EngineConfig {
     std::string model_dir;
     std::string tokenizer_dir;   // empty: the model folder (no tokenizer there = token ids only)
     std::string dtype = "auto";  // auto (checkpoint's), float32, bfloat16
-    ModelRunnerConfig runner;    // max_num_seqs, max_num_batched_tokens, max_model_len, block size, KV budget
+    // "" or "none": as the checkpoint is (int8 if it is a compressed-tensors int8 checkpoint);
+    // "int8": quantize float weights to int8 at load (quantization_config.h).
+    std::string quantization;
+    bool unquantized_embeddings = false;  // with int8: keep the embedding and LM head unquantized
+    ModelRunnerConfig runner;  // max_num_seqs, max_num_batched_tokens, max_model_len, block size, KV budget
     bool enable_prefix_caching = true;
     bool enable_chunked_prefill = true;
     int num_threads = 0;           // per rank; 0 = the rank's cores (all cores / tensor_parallel_size)
@@ -44,6 +50,12 @@ struct EngineConfig {
     std::string worker_executable = "/proc/self/exe";  // mp: ranks 1.. run `worker_executable worker ...`
     uint64_t seed = 0;                                 // seeds requests that bring no seed of their own
     BlockHashFn block_hash_fn = nullptr;  // tests only: replace the prefix-cache hash (nullptr = xxhash)
+    // KV tier below RAM (kv_offload.h): "" = none. Blocks are written through to this
+    // directory (bounded by kv_offload_bytes) and loaded from it at admission, across
+    // processes and restarts. Needs prefix caching; tensor_parallel_size 1 only for now.
+    std::string kv_offload_dir;
+    int64_t kv_offload_bytes = int64_t(10) << 30;
+    KvLoadMode kv_offload_load_mode = KvLoadMode::Auto;
 };
 
 // "auto" (F32 checkpoints stay F32, others become BF16), "float32" or "bfloat16".
@@ -52,6 +64,7 @@ Result<DType> resolve_weight_dtype(const std::string& dtype, const ModelConfig& 
 struct EngineStats {
     int64_t num_steps = 0;
     int64_t num_prompt_tokens_computed = 0;  // prompt tokens actually run through the model
+    int64_t num_prompt_tokens_loaded = 0;    // prompt tokens whose KV came from the KV tier below RAM
     int64_t num_generation_tokens = 0;
     int64_t num_preemptions = 0;
     int64_t prefix_cache_hits = 0;     // blocks
@@ -87,6 +100,8 @@ class LLMEngine {
     // ok, or why the engine can no longer run (a tensor-parallel rank died). Thread-safe.
     Status health() const { return executor_->health(); }
     EngineStats stats() const;
+    // The KV tier's counters; nullopt without --kv-offload-dir.
+    std::optional<KvOffloadStats> kv_offload_stats() const;
     int64_t max_model_len() const { return executor_->runner().config().max_model_len; }
     // Seconds create() spent loading the weights (the rest of create() sets up the runner).
     double load_seconds() const { return executor_->load_seconds(); }
@@ -101,6 +116,7 @@ class LLMEngine {
     LLMEngine() = default;
     void start_completion(Completion& completion);
     void fill_runner_sequences(const SchedulerOutput& output);
+    Status start_kv_offload();
     void process_sampled(const SchedulerOutput& output, std::span<const SampleResult> results);
     void process_finished(Sequence& seq, std::vector<RequestOutput>& finished_outputs);
     void fail_unfinished_requests(const Error& error, std::vector<RequestOutput>& finished_outputs);
@@ -132,6 +148,9 @@ class LLMEngine {
     Error grammar_compiler_error_;
     std::vector<uint32_t> token_bitmask_;
     std::vector<int32_t> constrained_rows_;
+    // Last: destroyed first, it writes its queued blocks while the KV arena and the
+    // BlockManager still exist.
+    std::unique_ptr<KvOffload> kv_offload_;
 };
 
 }  // namespace lmrun

@@ -197,20 +197,25 @@ std::vector<RequestOutput> LLMEngine::step() {
     if (output.scheduled.empty()) return finished_outputs;
     ++stats_.num_steps;
     const double now = now_seconds();
+    int64_t num_step_prompt_tokens = 0;
     for (const ScheduledSequence& entry : output.scheduled) {
         Request& request = *completion_of_seq_.at(entry.seq->seq_id)->request;
         if (request.metrics.first_scheduled_time == 0) request.metrics.first_scheduled_time = now;
         if (entry.seq->num_computed_tokens < entry.seq->num_prompt_tokens) {
-            stats_.num_prompt_tokens_computed +=
+            num_step_prompt_tokens +=
                 std::min(entry.num_new_tokens, entry.seq->num_prompt_tokens - entry.seq->num_computed_tokens);
         }
     }
+    stats_.num_prompt_tokens_computed += num_step_prompt_tokens;
     {
         ScopedOp scope(Op::PrepareInputs);
         fill_runner_sequences(output);
         fill_token_masks(output);
     }
+    const double execute_start = now_seconds();
     Result<std::span<const SampleResult>> executed = executor_->execute_model(runner_seqs_);
+    // The KV tier's crossover: what a prompt token costs to compute here.
+    if (kv_offload_) kv_offload_->record_prefill(num_step_prompt_tokens, now_seconds() - execute_start);
     if (!executed.ok()) {
         fail_unfinished_requests(executed.error(), finished_outputs);
         return finished_outputs;
@@ -220,6 +225,7 @@ std::vector<RequestOutput> LLMEngine::step() {
     sampled_ids_.clear();
     for (const SampleResult& result : results) sampled_ids_.push_back(result.token_id);
     scheduler_->postprocess(output, sampled_ids_);
+    if (kv_offload_) kv_offload_->after_step();
     advance_grammars(output, results);
     process_sampled(output, results);
     for (const ScheduledSequence& entry : output.scheduled) {

@@ -276,4 +276,20 @@ std::span<const float> ModelRunner::compute_logits_at(const RunnerSequence& seq,
     return std::span<const float>(buffers_.logits.data<float>(), rows.size() * model_->config().vocab_size);
 }
 
+void ModelRunner::score_rows(const RunnerSequence& seq, int64_t first_row, const RowLogitsFn& on_rows) {
+    ForwardContext context = prepare_prefill(std::span(&seq, 1), prefill_inputs_);
+    LMRUN_CHECK(context.num_tokens <= buffers_.max_num_tokens,
+                "step has more tokens than max_num_batched_tokens");
+    model_->forward(context, kv_cache_->layers(), buffers_);
+    const int64_t vocab = model_->config().vocab_size;
+    std::vector<int32_t> rows;
+    for (int64_t first = first_row; first < seq.num_new_tokens; first += config_.max_num_seqs) {
+        const int64_t count = std::min(config_.max_num_seqs, seq.num_new_tokens - first);
+        rows.resize(size_t(count));
+        for (int64_t i = 0; i < count; ++i) rows[i] = int32_t(first + i);
+        model_->compute_logits(rows, buffers_);
+        on_rows(first, count, std::span<const float>(buffers_.logits.data<float>(), size_t(count * vocab)));
+    }
+}
+
 }  // namespace lmrun

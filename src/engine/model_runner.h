@@ -17,6 +17,7 @@
 // rank 0 gathers them and alone samples.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <thread>
@@ -43,6 +44,7 @@ struct ModelRunnerConfig {
     double kv_cache_memory_fraction = 0;  // else if > 0: this fraction of available RAM
                                           // else: default_kv_cache_budget_bytes() (4 GiB, as vLLM CPU)
     bool use_decode_plans = true;         // false: run decode steps like prefill (for comparison tests)
+    std::string kv_cache_dtype = "auto";  // resolve_kv_cache_dtype (kv_cache.h)
     // Tensor parallelism: a budget in bytes is for the whole cache, all ranks together; the
     // fraction and the default are per machine, shared by the ranks on it.
     int ranks_sharing_memory = 1;
@@ -100,6 +102,11 @@ class ModelRunner {
     // Logits at chosen rows of one sequence's new tokens (rows index into its num_new_tokens),
     // [rows, vocab]; at most max_num_seqs rows. For tests that compare every position.
     std::span<const float> compute_logits_at(const RunnerSequence& seq, std::span<const int32_t> rows);
+    // Runs seq's new tokens (a prefill chunk, nothing sampled) and hands the logits of every row
+    // from `first_row` on to on_rows(first, count, logits [count, vocab]), max_num_seqs rows at a
+    // time. For scoring text (perplexity).
+    using RowLogitsFn = std::function<void(int64_t first, int64_t count, std::span<const float> logits)>;
+    void score_rows(const RunnerSequence& seq, int64_t first_row, const RowLogitsFn& on_rows);
 
     const CausalLM& model() const { return *model_; }
     const ModelRunnerConfig& config() const { return config_; }

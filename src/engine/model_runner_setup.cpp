@@ -40,7 +40,8 @@ Status ModelRunner::allocate_kv_cache() {
     shape.block_size = config_.block_size;
     shape.num_kv_heads = model_->num_kv_heads_local();
     shape.head_dim = model_config.head_dim;
-    shape.dtype = model_->weight_dtype();  // F32 models keep an F32 cache; BF16 models a BF16 one
+    LMRUN_ASSIGN_OR_RETURN(shape.dtype,
+                           resolve_kv_cache_dtype(config_.kv_cache_dtype, model_->weight_dtype()));
 
     reserve_step_workspace();
     // The activation buffers are sized for the largest step at construction; their pages are

@@ -76,18 +76,51 @@ void Scheduler::schedule_waiting(int64_t& token_budget, SchedulerOutput& output)
         Sequence& seq = *waiting_.front();
         if (!check_admissible(seq, output)) continue;  // failed and removed
         const int64_t num_computed = block_manager_.match_prefix(seq, cached_block_ids_);
-        int64_t num_new_tokens = seq.num_tokens() - num_computed;
+        int64_t num_loadable = 0;
+        if (prefix_loader_ && block_manager_.prefix_caching_enabled()) {
+            // As match_prefix: the block holding the last token is always computed.
+            const int64_t max_blocks =
+                std::max<int64_t>(seq.num_tokens() - 1, 0) / block_manager_.block_size();
+            const auto first_block = static_cast<int64_t>(cached_block_ids_.size());
+            if (max_blocks > first_block)
+                num_loadable =
+                    prefix_loader_->num_loadable_blocks(seq, first_block, max_blocks - first_block);
+        }
+        const int64_t num_loadable_tokens = num_loadable * block_manager_.block_size();
+        int64_t num_new_tokens = seq.num_tokens() - num_computed - num_loadable_tokens;
         if (!config_.enable_chunked_prefill && num_new_tokens > token_budget) break;
         num_new_tokens = std::min(num_new_tokens, token_budget);
         // FIFO: later sequences wait too.
-        if (!block_manager_.can_allocate(seq, cached_block_ids_, num_new_tokens)) break;
-        block_manager_.allocate(seq, cached_block_ids_, num_new_tokens);
+        if (!block_manager_.can_allocate(seq, cached_block_ids_, num_loadable_tokens + num_new_tokens)) break;
+        block_manager_.allocate(seq, cached_block_ids_, num_loadable_tokens + num_new_tokens);
+        if (num_loadable > 0) {
+            // Blocks the tier failed to provide are computed instead, within the budget (the
+            // table already covers them).
+            const int64_t num_missed_tokens = num_loadable_tokens - load_from_tier(seq, num_loadable);
+            num_new_tokens = std::min(num_new_tokens + num_missed_tokens, token_budget);
+        }
         seq.status = SequenceStatus::Running;
         running_.push_back(std::move(waiting_.front()));
         waiting_.pop_front();
         push_scheduled(seq, num_new_tokens, output);
         token_budget -= num_new_tokens;
     }
+}
+
+// Fills the fresh blocks after seq's RAM-cached ones from the tier and counts the loaded ones
+// as computed and cached. Returns the tokens loaded.
+int64_t Scheduler::load_from_tier(Sequence& seq, int64_t num_loadable_blocks) {
+    const int64_t block_size = block_manager_.block_size();
+    const int64_t first_block = seq.num_computed_tokens / block_size;
+    const int64_t num_loaded = prefix_loader_->load_blocks(seq, first_block, num_loadable_blocks);
+    LMRUN_CHECK(num_loaded >= 0 && num_loaded <= num_loadable_blocks, "loaded more blocks than asked");
+    const int64_t num_loaded_tokens = num_loaded * block_size;
+    seq.num_computed_tokens += num_loaded_tokens;
+    seq.num_cached_tokens += num_loaded_tokens;
+    num_loaded_tokens_ += num_loaded_tokens;
+    // Findable in RAM from now on; not written back to the tier they came from.
+    block_manager_.cache_computed_blocks(seq, /*record=*/false);
+    return num_loaded_tokens;
 }
 
 Status Scheduler::check_prompt(int64_t num_tokens) const {

@@ -10,6 +10,10 @@
 // which are recomputed with its prompt on re-admission. A sequence that cannot fit
 // in the whole cache finishes with FinishReason::Error instead of waiting forever.
 //
+// A tier below the RAM prefix cache (kv_offload.h) extends a prefix match: at admission,
+// after the RAM lookup, the blocks it can load are allocated with the sequence and filled
+// before the step runs, so the step computes only the rest.
+//
 // Not thread-safe: one engine thread calls everything (abort requests included).
 // Lifetime: the caller keeps a shared_ptr to each sequence it adds at least until it
 // has seen the sequence finish; the Sequence* in outputs point to those objects.
@@ -25,6 +29,18 @@
 #include "engine/sequence.h"
 
 namespace lmrun {
+
+// Blocks of a sequence's prompt that a tier below RAM can provide.
+class PrefixLoader {
+  public:
+    virtual ~PrefixLoader() = default;
+    // How many consecutive full blocks from block index first_block on (at most max_blocks)
+    // the tier holds and would load rather than have them recomputed.
+    virtual int64_t num_loadable_blocks(const Sequence& seq, int64_t first_block, int64_t max_blocks) = 0;
+    // Fills seq.block_table[first_block, first_block + num_blocks) (fresh blocks) from the
+    // tier; returns how many consecutive ones from first_block were loaded.
+    virtual int64_t load_blocks(const Sequence& seq, int64_t first_block, int64_t num_blocks) = 0;
+};
 
 struct SchedulerConfig {
     int64_t max_num_seqs = 64;              // running sequences at once
@@ -63,6 +79,11 @@ class Scheduler {
 
     SchedulerOutput schedule();
 
+    // Consulted at admission after the RAM prefix cache (nullptr: none). Not owned.
+    void set_prefix_loader(PrefixLoader* loader) { prefix_loader_ = loader; }
+    // Prompt tokens whose KV came from the prefix loader instead of being computed.
+    int64_t num_loaded_tokens() const { return num_loaded_tokens_; }
+
     // After the model ran `output`: advances num_computed_tokens, registers newly full
     // blocks in the prefix cache, appends the sampled token of each `sample` entry
     // (sampled_token_ids holds one per such entry, in order), applies the token-level
@@ -92,6 +113,7 @@ class Scheduler {
     FinishReason check_stop(Sequence& seq) const;
     void finish_sequence(Sequence& seq, FinishReason reason);
     void push_scheduled(Sequence& seq, int64_t num_new_tokens, SchedulerOutput& output);
+    int64_t load_from_tier(Sequence& seq, int64_t num_loadable_blocks);
 
     SchedulerConfig config_;
     BlockManager& block_manager_;
@@ -100,6 +122,8 @@ class Scheduler {
     std::deque<std::shared_ptr<Sequence>> running_;  // admission order: back = most recent
     std::vector<int32_t> cached_block_ids_;          // scratch for BlockManager::match_prefix
     int64_t num_preemptions_ = 0;
+    PrefixLoader* prefix_loader_ = nullptr;
+    int64_t num_loaded_tokens_ = 0;
 };
 
 }  // namespace lmrun

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "core/check.h"
 #include "core/parallel.h"
 #include "kernels/attention_tile.h"
+#include "kernels/kv_quantize.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -50,18 +52,26 @@ const std::vector<int64_t>& plan_tiles(const AttentionArgs& a, int64_t num_seqs,
 void store_kvcache(const float* k, const float* v, int64_t token_stride, int64_t num_tokens,
                    const int32_t* slot_mapping, const KvCacheLayer& cache) {
     const int64_t row = cache.num_kv_heads * cache.head_dim;
+    const bool scaled = kv_dtype_is_scaled(cache.dtype);
     parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
             int64_t slot = slot_mapping[i];
             if (slot < 0) continue;
             LMRUN_CHECK(slot < cache.num_blocks * cache.block_size, "slot %ld out of range", long(slot));
-            for (auto [src, dst] : {std::pair{k, cache.k}, std::pair{v, cache.v}}) {
+            for (auto [src, dst, scales] :
+                 {std::tuple{k, cache.k, cache.k_scale}, std::tuple{v, cache.v, cache.v_scale}}) {
                 const float* from = src + i * token_stride;
                 if (cache.dtype == DType::F32) {
                     std::copy(from, from + row, static_cast<float*>(dst) + slot * row);
-                } else {
+                } else if (!scaled) {
                     convert_from_f32(from, static_cast<uint16_t*>(dst) + slot * row, DType::BF16,
                                      size_t(row));
+                } else {
+                    for (int64_t h = 0; h < cache.num_kv_heads; ++h) {
+                        quantize_kv_row(from + h * cache.head_dim, cache.head_dim, cache.dtype,
+                                        static_cast<uint8_t*>(dst) + slot * row + h * cache.head_dim,
+                                        scales + slot * cache.num_kv_heads + h);
+                    }
                 }
             }
         }
@@ -133,7 +143,7 @@ void reserve_attention_workspace(int64_t head_dim, int64_t num_heads, int64_t nu
     thread_scratch(scratch_floats);
     // Split-K runs only with fewer than 2T items (T threads), each cut into at most ceil(2T / items)
     // parts: items x splits < 4T partial results.
-    partial_buffer(4 * num_threads() * attention_partial_floats(head_dim));
+    partial_buffer(int64_t{4} * num_threads() * attention_partial_floats(head_dim));
     tile_start_buffer(max_num_seqs + 1);
 }
 
@@ -145,7 +155,10 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
                 "num_heads %ld is not a multiple of num_kv_heads %ld", long(a.num_heads),
                 long(cache.num_kv_heads));
     LMRUN_CHECK(cache.head_dim <= kMaxHeadDim, "head_dim %ld too large", long(cache.head_dim));
-    LMRUN_CHECK(cache.dtype == DType::F32 || cache.dtype == DType::BF16, "KV cache must be F32 or BF16");
+    LMRUN_CHECK(cache.dtype == DType::F32 || cache.dtype == DType::BF16 || kv_dtype_is_scaled(cache.dtype),
+                "KV cache must be F32, BF16, I8 or F8E4M3");
+    LMRUN_CHECK(!kv_dtype_is_scaled(cache.dtype) || (cache.k_scale && cache.v_scale),
+                "scaled KV cache without scales");
     const int64_t group = a.num_heads / cache.num_kv_heads;
     LMRUN_CHECK(group <= kTileRows, "GQA group %ld too large", long(group));
     const int64_t tokens_per_tile = kTileRows / group;
@@ -160,7 +173,7 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
                                         [&](const int32_t& begin) { return (&begin)[1] - begin == 1; });
     const int64_t max_context =
         num_seqs > 0 ? *std::max_element(a.context_lens, a.context_lens + num_seqs) : 0;
-    const bool enough_items = num_seqs >= 2 * num_threads() || max_context >= 2 * kMinKeysPerSplit;
+    const bool enough_items = num_seqs >= int64_t{2} * num_threads() || max_context >= 2 * kMinKeysPerSplit;
     const bool whole_sequences = avx512 && all_decode && a.num_heads <= kTileRows && enough_items;
     const int64_t heads_per_item = whole_sequences ? cache.num_kv_heads : 1;
     const int64_t kv_items = cache.num_kv_heads / heads_per_item;

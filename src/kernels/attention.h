@@ -1,7 +1,9 @@
 // Paged KV cache writes and causal attention over it (nano-vLLM's store_kvcache and
 // flash_attn_with_kvcache, CPU). Layouts:
-//   cache k, v: [num_blocks, block_size, num_kv_heads, head_dim], F32 or BF16;
+//   cache k, v: [num_blocks, block_size, num_kv_heads, head_dim], F32, BF16, I8 or F8E4M3;
 //               token slot = block_id * block_size + offset.
+//   k_scale, v_scale (I8 / F8E4M3 caches): [num_blocks, block_size, num_kv_heads] F32, one
+//               scale per token and KV head: value = stored · scale (kv_quantize.h).
 //   q:   [num_tokens, num_heads, head_dim], row stride q_token_stride floats (may sit in a qkv buffer)
 //   out: [num_tokens, num_heads, head_dim] contiguous F32.
 //   block_tables: [num_seqs, max_blocks_per_seq] int32; row s lists sequence s's blocks in order.
@@ -20,10 +22,22 @@ struct KvCacheLayer {
     void* v = nullptr;
     DType dtype = DType::F32;
     int64_t num_blocks = 0, block_size = 0, num_kv_heads = 0, head_dim = 0;
+    float* k_scale = nullptr;  // I8 / F8E4M3 only
+    float* v_scale = nullptr;
 };
 
+// Whether a cache dtype stores bytes with a scale per token and KV head.
+inline bool kv_dtype_is_scaled(DType dtype) {
+    return dtype == DType::I8 || dtype == DType::F8E4M3;
+}
+// Stored byte → value / scale (fp8 decodes exactly; int8 is the integer).
+inline float kv_byte_value(DType dtype, uint8_t byte) {
+    return dtype == DType::I8 ? float(int8_t(byte)) : fp8_e4m3_to_f32(byte);
+}
+
 // Writes K/V of num_tokens new tokens into their slots. k, v: [num_tokens, num_kv_heads, head_dim]
-// with row stride token_stride floats. slot_mapping[i] < 0 means skip (padding).
+// with row stride token_stride floats. slot_mapping[i] < 0 means skip (padding). I8 / F8E4M3
+// caches quantize each (token, KV head) row with its own scale.
 void store_kvcache(const float* k, const float* v, int64_t token_stride, int64_t num_tokens,
                    const int32_t* slot_mapping, const KvCacheLayer& cache);
 

@@ -1,4 +1,5 @@
-// AVX2 vector ops for the attention tile (attention_tile_driver.h), any head_dim.
+// AVX2 vector ops for the attention tile (attention_tile_driver.h), any head_dim and any cache
+// dtype (F32, BF16, I8 and F8E4M3 rows are widened to F32 per key).
 #include <immintrin.h>
 
 #include "kernels/attention_tile.h"
@@ -20,14 +21,39 @@ struct Avx2Ops {
 
     int64_t head_dim() const { return dim; }
 
-    void widen_bf16(const uint16_t* src, float* dst) const {
+    // One cache row (head_dim elements from element `at` of `base`) as F32: BF16 widened, I8 and
+    // F8E4M3 multiplied by the row's scale.
+    void widen(const void* base, DType dtype, int64_t at, float scale, float* dst) const {
         int64_t d = 0;
-        for (; d + 8 <= dim; d += 8) {
-            __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + d));
-            __m256i w = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
-            _mm256_storeu_ps(dst + d, _mm256_castsi256_ps(w));
+        if (dtype == DType::BF16) {
+            const uint16_t* src = static_cast<const uint16_t*>(base) + at;
+            for (; d + 8 <= dim; d += 8) {
+                __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + d));
+                __m256i w = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
+                _mm256_storeu_ps(dst + d, _mm256_castsi256_ps(w));
+            }
+            for (; d < dim; ++d) dst[d] = bf16_to_f32(src[d]);
+            return;
         }
-        for (; d < dim; ++d) dst[d] = bf16_to_f32(src[d]);
+        const uint8_t* src = static_cast<const uint8_t*>(base) + at;
+        if (dtype == DType::I8) {
+            const __m256 s = _mm256_set1_ps(scale);
+            for (; d + 8 <= dim; d += 8) {
+                __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + d));
+                _mm256_storeu_ps(dst + d, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), s));
+            }
+        } else {
+            // e4m3 → f16 bits: the byte in a word's high half, shifted right by one with the sign
+            // kept (srai) and bit 14 cleared, is the f16 of value / 256 (subnormals included).
+            const __m256 s = _mm256_set1_ps(scale * 256.0f);
+            for (; d + 8 <= dim; d += 8) {
+                __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + d));
+                __m128i words = _mm_unpacklo_epi8(_mm_setzero_si128(), bytes);
+                __m128i half = _mm_and_si128(_mm_srai_epi16(words, 1), _mm_set1_epi16(int16_t(0xbfff)));
+                _mm256_storeu_ps(dst + d, _mm256_mul_ps(_mm256_cvtph_ps(half), s));
+            }
+        }
+        for (; d < dim; ++d) dst[d] = kv_byte_value(dtype, src[d]) * scale;
     }
 
     void copy_scaled(const float* src, float factor, float* dst) const {
@@ -54,13 +80,13 @@ struct Avx2Ops {
 
     // scores[row][j] = q_row · key_j for j < count; keys at `offset` + j·stride elements.
     void score_rows(const TileRows& t, int64_t num_rows, const void* keys, DType dtype, int64_t offset,
-                    int64_t stride, int64_t count) const {
+                    int64_t stride, int64_t count, const float* scales, int64_t scale_stride) const {
         for (int64_t j = 0; j < count; ++j) {
             const float* key = t.k_row;
             if (dtype == DType::F32) {
                 key = static_cast<const float*>(keys) + offset + j * stride;
             } else {
-                widen_bf16(static_cast<const uint16_t*>(keys) + offset + j * stride, t.k_row);
+                widen(keys, dtype, offset + j * stride, scales ? scales[j * scale_stride] : 1.0f, t.k_row);
             }
             for (int64_t row = 0; row < num_rows; ++row)
                 t.scores[row * kKeyChunk + j] = dot(t.q + row * dim, key);

@@ -17,6 +17,16 @@
 namespace lmrun::kernels {
 namespace {
 
+// 16 bytes of an I8 or F8E4M3 cache row as F32 values before the row's scale; fp8 comes out
+// divided by 256 (it goes through f16: the byte in a word's high half, shifted right by one with
+// the sign kept and bit 14 cleared, is the f16 of value / 256, subnormals included).
+inline __m512 bytes16(const uint8_t* src, bool fp8) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+    if (!fp8) return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes));
+    const __m256i words = _mm256_slli_epi16(_mm256_cvtepu8_epi16(bytes), 8);
+    return _mm512_cvtph_ps(_mm256_and_si256(_mm256_srai_epi16(words, 1), _mm256_set1_epi16(int16_t(0xbfff))));
+}
+
 template <int64_t D>
 struct Avx512Ops {
     static_assert(D % 16 == 0);
@@ -29,8 +39,18 @@ struct Avx512Ops {
         return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     }
 
-    void widen_bf16(const uint16_t* src, float* dst) const {
-        for (int64_t c = 0; c < kVecs; ++c) _mm512_storeu_ps(dst + 16 * c, widen16(src + 16 * c));
+    // 16 elements of element `at` of a cache as F32: BF16 widened, I8 / F8E4M3 times `scale`.
+    static __m512 load16(const void* base, DType dtype, int64_t at, float scale) {
+        if (dtype == DType::F32) return _mm512_loadu_ps(static_cast<const float*>(base) + at);
+        if (dtype == DType::BF16) return widen16(static_cast<const uint16_t*>(base) + at);
+        const uint8_t* src = static_cast<const uint8_t*>(base) + at;
+        const bool fp8 = dtype == DType::F8E4M3;
+        return _mm512_mul_ps(bytes16(src, fp8), _mm512_set1_ps(fp8 ? scale * 256.0f : scale));
+    }
+
+    void widen(const void* base, DType dtype, int64_t at, float scale, float* dst) const {
+        for (int64_t c = 0; c < kVecs; ++c)
+            _mm512_storeu_ps(dst + 16 * c, load16(base, dtype, at + 16 * c, scale));
     }
 
     void copy_scaled(const float* src, float factor, float* dst) const {
@@ -45,16 +65,12 @@ struct Avx512Ops {
     // key is loaded (BF16 widened) into registers once and used by every row of the tile; two
     // accumulators per dot product halve the FMA dependency chain.
     void score_rows(const TileRows& t, int64_t num_rows, const void* keys, DType dtype, int64_t offset,
-                    int64_t stride, int64_t count) const {
+                    int64_t stride, int64_t count, const float* scales, int64_t scale_stride) const {
         for (int64_t j = 0; j < count; ++j) {
             __m512 key[kVecs];
-            if (dtype == DType::F32) {
-                const float* src = static_cast<const float*>(keys) + offset + j * stride;
-                for (int64_t c = 0; c < kVecs; ++c) key[c] = _mm512_loadu_ps(src + 16 * c);
-            } else {
-                const uint16_t* src = static_cast<const uint16_t*>(keys) + offset + j * stride;
-                for (int64_t c = 0; c < kVecs; ++c) key[c] = widen16(src + 16 * c);
-            }
+            const float scale = scales ? scales[j * scale_stride] : 1.0f;
+            for (int64_t c = 0; c < kVecs; ++c)
+                key[c] = load16(keys, dtype, offset + j * stride + 16 * c, scale);
             for (int64_t row = 0; row < num_rows; ++row) {
                 const float* q = t.q + row * D;
                 __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
@@ -353,6 +369,131 @@ struct Bf16Tile {
     }
 };
 
+// Decode tiles on I8 / F8E4M3 caches (one scale per token and KV head). Each key and value row
+// is converted to F32 in registers as it is read (2 instructions per 16 int8 values, 5 per 16
+// fp8) and used by up to two query rows; the row scales are applied to the 16 scores of a chunk
+// at once (keys) and folded into the softmax weights (values). The 16 unreduced dot products of
+// a row go through a small stack buffer to reduce16, as in DecodeTile.
+template <int64_t D>
+struct ScaledTile {
+    static constexpr int64_t kVecs = D / 16;
+
+    static int64_t scratch_floats(int64_t num_rows) { return 2 * num_rows * D + 2 * num_rows; }
+
+    // Rows r < R (query heads, F32, pre-scaled) against `count` keys; online-softmax update; P·V.
+    template <int R>
+    static void attend_rows(const float* q, const uint8_t* keys, const uint8_t* values, int64_t stride,
+                            int64_t count, bool fp8, const float* k_scales, const float* v_scales, float* o,
+                            float* m, float* l) {
+        const __mmask16 valid = __mmask16((1u << count) - 1);
+        alignas(64) float dots[R][16][16];
+        for (int64_t j = 0; j < 16; ++j) {
+            __m512 acc[R];
+            for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+            if (j < count) {
+                for (int64_t c = 0; c < kVecs; ++c) {
+                    const __m512 k = bytes16(keys + j * stride + 16 * c, fp8);
+                    for (int r = 0; r < R; ++r)
+                        acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(q + r * D + 16 * c), k, acc[r]);
+                }
+            }
+            for (int r = 0; r < R; ++r) _mm512_store_ps(dots[r][kReducePerm[j]], acc[r]);
+        }
+        const __m512 key_scale = _mm512_maskz_loadu_ps(valid, k_scales);
+        const __m512 value_scale = _mm512_maskz_loadu_ps(valid, v_scales);
+        alignas(64) float probs[R][16];
+        float correction[R];
+        for (int r = 0; r < R; ++r) {
+            __m512 rows[16];
+            for (int j = 0; j < 16; ++j) rows[j] = _mm512_load_ps(dots[r][j]);
+            const __m512 p = online_softmax_update(_mm512_mul_ps(reduce16(rows), key_scale), valid, m[r],
+                                                   l[r], correction[r]);
+            _mm512_store_ps(probs[r], _mm512_mul_ps(p, value_scale));
+        }
+        __m512 acc[R][kVecs];
+        for (int r = 0; r < R; ++r) {
+            const __m512 scale = _mm512_set1_ps(correction[r]);
+            for (int64_t c = 0; c < kVecs; ++c)
+                acc[r][c] = _mm512_mul_ps(_mm512_loadu_ps(o + r * D + 16 * c), scale);
+        }
+        for (int64_t j = 0; j < count; ++j) {
+            for (int64_t c = 0; c < kVecs; ++c) {
+                const __m512 v = bytes16(values + j * stride + 16 * c, fp8);
+                for (int r = 0; r < R; ++r)
+                    acc[r][c] = _mm512_fmadd_ps(_mm512_set1_ps(probs[r][j]), v, acc[r][c]);
+            }
+        }
+        for (int r = 0; r < R; ++r)
+            for (int64_t c = 0; c < kVecs; ++c) _mm512_storeu_ps(o + r * D + 16 * c, acc[r][c]);
+    }
+
+    // Rows are the query heads of KV heads [w.kv_head, +w.kv_head_count) for the sequence's one
+    // new token.
+    static void run(const AttentionArgs& a, const AttentionTile& w, float* scratch) {
+        const KvCacheLayer& cache = a.cache;
+        const bool fp8 = cache.dtype == DType::F8E4M3;
+        const float byte_unit = fp8 ? 256.0f : 1.0f;  // bytes16 gives fp8 values / 256
+        const int64_t group = a.num_heads / cache.num_kv_heads;
+        const int64_t num_rows = group * w.kv_head_count;
+        const int64_t token = a.cu_seqlens_q[w.seq];
+        const int64_t num_keys = min_i64(a.context_lens[w.seq], w.key_end);
+        float* q = scratch;           // [num_rows][D], scaled
+        float* o = q + num_rows * D;  // [num_rows][D]
+        float* m = o + num_rows * D;
+        float* l = m + num_rows;
+        const int64_t first_head = w.kv_head * group;
+        for (int64_t r = 0; r < num_rows; ++r) {
+            const float* src = a.q + token * a.q_token_stride + (first_head + r) * D;
+            for (int64_t d = 0; d < D; ++d) q[r * D + d] = src[d] * a.scale, o[r * D + d] = 0.0f;
+            m[r] = -INFINITY;
+            l[r] = 0.0f;
+        }
+        const int32_t* blocks = a.block_tables + w.seq * a.max_blocks_per_seq;
+        const int64_t stride = cache.num_kv_heads * D;
+        const auto* k_cache = static_cast<const uint8_t*>(cache.k);
+        const auto* v_cache = static_cast<const uint8_t*>(cache.v);
+        alignas(64) float k_scales[16], v_scales[16];
+        for (int64_t key0 = w.key_begin; key0 < num_keys;) {
+            const int64_t offset = key0 % cache.block_size;
+            const int64_t count = min_i64(min_i64(kKeyChunk, cache.block_size - offset), num_keys - key0);
+            const int64_t slot = int64_t(blocks[key0 / cache.block_size]) * cache.block_size + offset;
+            for (int64_t h = 0; h < w.kv_head_count; ++h) {
+                const int64_t head = w.kv_head + h;
+                for (int64_t j = 0; j < count; ++j) {
+                    k_scales[j] = cache.k_scale[(slot + j) * cache.num_kv_heads + head] * byte_unit;
+                    v_scales[j] = cache.v_scale[(slot + j) * cache.num_kv_heads + head] * byte_unit;
+                }
+                const int64_t first = (slot * cache.num_kv_heads + head) * D;
+                for (int64_t r = h * group; r < (h + 1) * group;) {
+                    if ((h + 1) * group - r >= 2 && D <= 128) {
+                        attend_rows<2>(q + r * D, k_cache + first, v_cache + first, stride, count, fp8,
+                                       k_scales, v_scales, o + r * D, m + r, l + r);
+                        r += 2;
+                    } else {
+                        attend_rows<1>(q + r * D, k_cache + first, v_cache + first, stride, count, fp8,
+                                       k_scales, v_scales, o + r * D, m + r, l + r);
+                        r += 1;
+                    }
+                }
+            }
+            key0 += count;
+        }
+        if (w.partial) {  // split-K: the unnormalised state, merged by attention.cpp
+            for (int64_t r = 0; r < num_rows; ++r) {
+                for (int64_t d = 0; d < D; ++d) w.partial[r * D + d] = o[r * D + d];
+                w.partial[kTileRows * D + r] = m[r];
+                w.partial[kTileRows * D + kTileRows + r] = l[r];
+            }
+            return;
+        }
+        for (int64_t r = 0; r < num_rows; ++r) {
+            float* out = a.out + (token * a.num_heads + first_head + r) * D;
+            const float inverse = 1.0f / l[r];
+            for (int64_t d = 0; d < D; ++d) out[d] = o[r * D + d] * inverse;
+        }
+    }
+};
+
 // head_dim as a template parameter, chosen once per call.
 template <typename Fn>
 bool dispatch_head_dim(int64_t head_dim, Fn&& fn) {
@@ -370,7 +511,8 @@ int64_t attention_decode_scratch_floats(int64_t head_dim, int64_t num_rows, int6
     int64_t floats = 0;
     dispatch_head_dim(head_dim, [&](auto ops) {
         constexpr int64_t D = decltype(ops)::kVecs * 16;
-        floats = DecodeTile<D>::scratch_floats(num_rows, kv_heads);
+        floats = max_i64(DecodeTile<D>::scratch_floats(num_rows, kv_heads),
+                         ScaledTile<D>::scratch_floats(num_rows));
         if constexpr (D % 32 == 0) floats = max_i64(floats, Bf16Tile<D>::scratch_floats(kTileRows));
     });
     return floats;
@@ -382,6 +524,7 @@ void attention_tile_avx512(const AttentionArgs& args, const AttentionTile& tile,
         tile.num_tokens == 1 && args.cu_seqlens_q[tile.seq + 1] - args.cu_seqlens_q[tile.seq] == 1;
     dispatch_head_dim(args.cache.head_dim, [&](auto ops) {
         constexpr int64_t D = decltype(ops)::kVecs * 16;
+        if (kv_dtype_is_scaled(args.cache.dtype) && decode) return ScaledTile<D>::run(args, tile, scratch);
         if constexpr (D % 32 == 0) {
             if (bf16_dot && decode) return Bf16Tile<D>::run(args, tile, scratch);
             if (bf16_dot) return attention_prefill_tile_bf16(args, tile, scratch);

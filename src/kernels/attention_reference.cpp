@@ -10,6 +10,11 @@ namespace {
 double cache_value(const KvCacheLayer& cache, const void* base, int64_t slot, int64_t kv_head, int64_t d) {
     int64_t index = (slot * cache.num_kv_heads + kv_head) * cache.head_dim + d;
     if (cache.dtype == DType::BF16) return bf16_to_f32(static_cast<const uint16_t*>(base)[index]);
+    if (kv_dtype_is_scaled(cache.dtype)) {
+        const float* scales = base == cache.k ? cache.k_scale : cache.v_scale;
+        return double(kv_byte_value(cache.dtype, static_cast<const uint8_t*>(base)[index])) *
+               scales[slot * cache.num_kv_heads + kv_head];
+    }
     return static_cast<const float*>(base)[index];
 }
 

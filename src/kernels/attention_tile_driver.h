@@ -3,7 +3,8 @@
 // never replace the AVX2 one at link time).
 //
 // Flash-attention style online softmax: keys are walked in chunks of ≤ kKeyChunk inside one
-// cache block; each chunk's K/V rows are loaded (BF16 widened to F32) once and used by every
+// cache block; each chunk's K/V rows are loaded (BF16 widened, I8 / F8E4M3 dequantized to F32)
+// once and used by every
 // (token, head) row of the tile, i.e. by the whole GQA group. Per row we keep the running max
 // m, the running sum l and the unnormalised output o, rescaled when m grows.
 #pragma once
@@ -56,10 +57,18 @@ inline void prefetch_chunk(const KvCacheLayer& cache, int64_t slot, int64_t kv_h
     }
 }
 
-// Points at `count` consecutive keys (or values) of one kv head, as F32 rows; returns the stride.
+// The scale of each cache row of (slot, kv_head) onwards, num_kv_heads apart per token; nullptr
+// for unscaled (F32, BF16) caches.
+inline const float* row_scales(const float* scales, const KvCacheLayer& cache, int64_t slot,
+                               int64_t kv_head) {
+    return scales ? scales + slot * cache.num_kv_heads + kv_head : nullptr;
+}
+
+// Points at `count` consecutive keys (or values) of one kv head, as F32 rows (BF16 widened,
+// I8 / F8E4M3 dequantized); returns the stride.
 template <typename Ops>
-int64_t chunk_rows(const Ops& ops, const void* base, const KvCacheLayer& cache, int64_t slot, int64_t kv_head,
-                   int64_t count, float* buffer, const float** rows) {
+int64_t chunk_rows(const Ops& ops, const void* base, const float* scales, const KvCacheLayer& cache,
+                   int64_t slot, int64_t kv_head, int64_t count, float* buffer, const float** rows) {
     int64_t head_dim = ops.head_dim();
     int64_t stride = cache.num_kv_heads * head_dim;
     int64_t first = (slot * cache.num_kv_heads + kv_head) * head_dim;
@@ -67,8 +76,10 @@ int64_t chunk_rows(const Ops& ops, const void* base, const KvCacheLayer& cache, 
         *rows = static_cast<const float*>(base) + first;
         return stride;
     }
-    const uint16_t* src = static_cast<const uint16_t*>(base) + first;
-    for (int64_t j = 0; j < count; ++j) ops.widen_bf16(src + j * stride, buffer + j * head_dim);
+    const float* row_scale = row_scales(scales, cache, slot, kv_head);
+    for (int64_t j = 0; j < count; ++j)
+        ops.widen(base, cache.dtype, first + j * stride, row_scale ? row_scale[j * cache.num_kv_heads] : 1.0f,
+                  buffer + j * head_dim);
     *rows = buffer;
     return head_dim;
 }
@@ -127,9 +138,11 @@ void attention_tile(const Ops& ops, const AttentionArgs& a, const AttentionTile&
         }
         // Scores of every row against every key of the chunk, each key loaded (and widened) once.
         int64_t key_offset = (slot * cache.num_kv_heads + w.kv_head) * head_dim;
-        ops.score_rows(t, num_rows, cache.k, cache.dtype, key_offset, cache.num_kv_heads * head_dim, count);
+        ops.score_rows(t, num_rows, cache.k, cache.dtype, key_offset, cache.num_kv_heads * head_dim, count,
+                       row_scales(cache.k_scale, cache, slot, w.kv_head), cache.num_kv_heads);
         const float* values;
-        int64_t value_stride = chunk_rows(ops, cache.v, cache, slot, w.kv_head, count, t.v_chunk, &values);
+        int64_t value_stride =
+            chunk_rows(ops, cache.v, cache.v_scale, cache, slot, w.kv_head, count, t.v_chunk, &values);
         for (int64_t row = 0; row < num_rows; ++row) {
             // Causal mask: the visible keys of this chunk are a prefix of it.
             int64_t visible = min_i64(count, first_pos + row / group - key0 + 1);

@@ -41,7 +41,12 @@ void embedding_lookup_packed(const int32_t* token_ids, int64_t num_tokens, const
                 continue;
             }
             const int64_t lane_offset = packed_offset(table, id, 0);
-            if (table.dtype == DType::BF16) {
+            if (table.dtype == DType::I8) {
+                const int8_t* quads = static_cast<const int8_t*>(table.data) + lane_offset;
+                const float scale = table.scales[id];
+                for (int64_t k = 0; k < dim; ++k)
+                    row[k] = float(quads[(k / 4) * kTileOutputs * 4 + (k % 4)]) * scale;
+            } else if (table.dtype == DType::BF16) {
                 const uint16_t* pairs = static_cast<const uint16_t*>(table.data) + lane_offset;
                 for (int64_t k = 0; k < dim; ++k)
                     row[k] = bf16_to_f32(pairs[(k / 2) * kTileOutputs * 2 + (k % 2)]);

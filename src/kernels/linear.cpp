@@ -9,6 +9,7 @@
 #include "core/cpu_features.h"
 #include "core/parallel.h"
 #include "kernels/linear_gemv.h"
+#include "kernels/linear_int8.h"
 #include "kernels/linear_onednn.h"
 #include "kernels/linear_weight_builder.h"
 #include "kernels/linear_weight_state.h"
@@ -20,6 +21,14 @@ LinearWeight LinearWeight::pack(const void* src, DType src_dtype, int64_t out_fe
     LinearWeightBuilder builder(out_features, in_features, storage_dtype);
     const size_t row_bytes = size_t(in_features) * dtype_size_bytes(src_dtype);
     builder.pack_rows(0, WeightRows{src, src_dtype, out_features, row_bytes});
+    return builder.finish();
+}
+
+LinearWeight LinearWeight::pack_int8(const int8_t* q, const float* scales, int64_t out_features,
+                                     int64_t in_features) {
+    LinearWeightBuilder builder(out_features, in_features, DType::I8, WeightRowSource::Int8);
+    builder.pack_rows(0, WeightRows{q, DType::I8, out_features, size_t(in_features)});
+    builder.set_scales(0, scales, out_features);
     return builder.finish();
 }
 
@@ -48,10 +57,20 @@ const PackedLinear& LinearWeight::packed() const {
 namespace {
 
 // Our AVX512_BF16 GEMM matches or beats oneDNN's avx512_core_bf16 kernels up to a few hundred
-// rows (kernel_bench), and never allocates. Where AMX exists, linear() leaves those rows to
-// oneDNN's AMX kernels; linear_allocation_free() keeps the GEMM (oneDNN allocates per call).
+// rows (kernel_bench), and never allocates. Where AMX exists, our AMX GEMM takes its place in
+// linear_allocation_free() (oneDNN allocates per call); linear() leaves those rows to oneDNN.
 bool bf16_gemm_applies(const PackedLinear& w, int64_t num_rows) {
     return w.dtype == DType::BF16 && num_rows > kGemvMaxRows && kernel_isa() >= Isa::Avx512Bf16;
+}
+
+// int8 weights: AMX tiles for many rows, else vpdpbusd, else the sign trick (AVX-512BW or
+// AVX2). Every path is allocation-free once warmed up.
+void linear_int8(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y) {
+    const Isa isa = kernel_isa();
+    if (isa == Isa::AmxBf16 && num_rows > kGemvMaxRows) return linear_int8_amx(x, num_rows, w, bias, y);
+    if (isa >= Isa::Avx512Vnni) return linear_int8_vnni(x, num_rows, w, bias, y);
+    if (isa >= Isa::Avx512) return linear_int8_avx512(x, num_rows, w, bias, y);
+    linear_int8_avx2(x, num_rows, w, bias, y);
 }
 
 }  // namespace
@@ -62,16 +81,48 @@ uint16_t* gemm_bf16_x_buffer(size_t count) {
     return buffer.data();
 }
 
+uint8_t* int8_x_buffer(size_t count) {
+    thread_local std::vector<uint8_t> buffer;
+    if (buffer.size() < count) buffer.resize(count);
+    return buffer.data();
+}
+float* int8_x_scale_buffer(size_t count) {
+    thread_local std::vector<float> buffer;
+    if (buffer.size() < count) buffer.resize(count);
+    return buffer.data();
+}
+int32_t* int8_sum_buffer(size_t count) {
+    thread_local std::vector<int32_t> buffer;
+    if (buffer.size() < count) buffer.resize(count);
+    return buffer.data();
+}
+
 void reserve_linear_workspace(const LinearWeight& weight, int64_t max_rows) {
     const PackedLinear& w = weight.packed();
-    if (bf16_gemm_applies(w, max_rows)) gemm_bf16_x_buffer(size_t(max_rows * w.padded_in));
+    // The AMX BF16 GEMM pads its rows to 32 (linear_gemm_amx.cpp).
+    if (bf16_gemm_applies(w, max_rows))
+        gemm_bf16_x_buffer(size_t((max_rows + kInt8AmxRowPadding - 1) / kInt8AmxRowPadding *
+                                  kInt8AmxRowPadding * w.padded_in));
+    if (w.dtype == DType::I8 && max_rows > 0) {
+        const int64_t padded_rows =
+            (max_rows + kInt8AmxRowPadding - 1) / kInt8AmxRowPadding * kInt8AmxRowPadding;
+        int8_x_buffer(size_t(padded_rows * w.padded_in));
+        int8_x_scale_buffer(size_t(max_rows));
+        const size_t sums = size_t(max_rows * kTileOutputs);
+#pragma omp parallel
+        int8_sum_buffer(sums);
+    }
 }
 
 void linear_allocation_free(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
                             float* y) {
     if (num_rows <= 0) return;
     const PackedLinear& w = weight.packed();
-    if (bf16_gemm_applies(w, num_rows)) return linear_gemm_bf16_avx512(x, num_rows, w, bias, y);
+    if (w.dtype == DType::I8) return linear_int8(x, num_rows, w, bias, y);
+    if (bf16_gemm_applies(w, num_rows)) {
+        if (kernel_isa() == Isa::AmxBf16) return linear_gemm_bf16_amx(x, num_rows, w, bias, y);
+        return linear_gemm_bf16_avx512(x, num_rows, w, bias, y);
+    }
     auto gemv = kernel_isa() >= Isa::Avx512 ? linear_gemv_avx512 : linear_gemv_avx2;
     gemv(x, num_rows, w, bias, y);
 }
@@ -79,6 +130,7 @@ void linear_allocation_free(const float* x, int64_t num_rows, const LinearWeight
 void linear(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias, float* y) {
     if (num_rows <= 0) return;
     const PackedLinear& w = weight.packed();
+    if (w.dtype == DType::I8) return linear_int8(x, num_rows, w, bias, y);
     auto gemv = kernel_isa() >= Isa::Avx512 ? linear_gemv_avx512 : linear_gemv_avx2;
     if (num_rows <= kGemvMaxRows) return gemv(x, num_rows, w, bias, y);
     if (bf16_gemm_applies(w, num_rows) && kernel_isa() != Isa::AmxBf16 && num_rows <= kMaxOnednnRows) {
@@ -108,9 +160,28 @@ bool linear_onednn(const float* x, int64_t num_rows, const LinearWeight& weight,
     return weight.state().onednn.run(x, num_rows, weight.packed(), bias, y);
 }
 
+namespace {
+
+void linear_int8_reference(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias,
+                           float* y) {
+    std::vector<int8_t> q(size_t(w.in_features));
+    const auto* data = static_cast<const int8_t*>(w.data);
+    for (int64_t r = 0; r < num_rows; ++r) {
+        const float x_scale = quantize_row_int8_reference(x + r * w.in_features, w.in_features, q.data());
+        for (int64_t n = 0; n < w.out_features; ++n) {
+            int64_t sum = 0;
+            for (int64_t k = 0; k < w.in_features; ++k) sum += int64_t(q[k]) * data[packed_offset(w, n, k)];
+            y[r * w.out_features + n] = float(sum) * (x_scale * w.scales[n]) + (bias ? bias[n] : 0.0f);
+        }
+    }
+}
+
+}  // namespace
+
 void linear_reference(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
                       float* y) {
     const PackedLinear& w = weight.packed();
+    if (w.dtype == DType::I8) return linear_int8_reference(x, num_rows, w, bias, y);
     for (int64_t r = 0; r < num_rows; ++r) {
         for (int64_t n = 0; n < w.out_features; ++n) {
             double sum = bias ? bias[n] : 0.0;

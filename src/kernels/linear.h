@@ -1,4 +1,5 @@
-// Linear layer y = x · Wᵀ (+ bias) with F32 activations and F32 or BF16 weights.
+// Linear layer y = x · Wᵀ (+ bias) with F32 activations and F32, BF16 or int8 weights (int8:
+// per-output-channel weight scales, activations quantized per row on the fly, linear_int8.h).
 // Shapes: W is given in HF layout [out_features, in_features]; x is [num_rows, in_features]
 // F32 (row stride = in_features); y is [num_rows, out_features] F32; bias F32 [out_features].
 // pack() repacks W once into oneDNN's blocked layout (BA16a64b2a for BF16, BA16a64b for F32,
@@ -23,9 +24,14 @@ struct LinearWeightState;
 class LinearWeight {
   public:
     LinearWeight() = default;
-    // src: row-major [out_features, in_features] of src_dtype (F32/BF16/F16). storage: F32 or BF16.
+    // src: row-major [out_features, in_features] of src_dtype (F32/BF16/F16). storage: F32, BF16,
+    // or I8 (each output row quantized to symmetric int8 with its own scale).
     static LinearWeight pack(const void* src, DType src_dtype, int64_t out_features, int64_t in_features,
                              DType storage_dtype);
+    // Weights already quantized (e.g. a compressed-tensors checkpoint): q [out_features,
+    // in_features] row-major in [-127, 127] (-128 is clamped to -127), w[n][k] = q[n][k] · scales[n].
+    static LinearWeight pack_int8(const int8_t* q, const float* scales, int64_t out_features,
+                                  int64_t in_features);
 
     int64_t out_features() const;
     int64_t in_features() const;
@@ -64,7 +70,8 @@ void linear_allocation_free(const float* x, int64_t num_rows, const LinearWeight
 // max_rows rows allocates nothing afterwards on this thread: the size follows from the shapes,
 // so nothing has to run at full size to find it.
 void reserve_linear_workspace(const LinearWeight& weight, int64_t max_rows);
-// Scalar, double-accumulating twin of linear(), reading the packed weight.
+// Scalar, double-accumulating twin of linear(), reading the packed weight. For int8 weights it
+// quantizes x with the same rule as the kernels and sums exactly in integers.
 void linear_reference(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias,
                       float* y);
 

@@ -62,7 +62,7 @@ void micro_tile(const uint16_t* tile, int64_t num_pairs, const uint16_t* x, int6
     for (int64_t p = 0; p < num_pairs; ++p) {
         const uint16_t* wp = tile + p * kTileOutputs * 2;
         __m512bh w[4];
-        for (int j = 0; j < 4; ++j) w[j] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(wp + 32 * j));
+        for (int64_t j = 0; j < 4; ++j) w[j] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(wp + 32 * j));
         for (int r = 0; r < R; ++r) {
             __m512bh xr = reinterpret_cast<__m512bh>(_mm512_set1_epi32(x_pairs[r * pair_stride + p]));
             for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], w[j], xr);

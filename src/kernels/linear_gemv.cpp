@@ -17,7 +17,7 @@ struct Bf16Avx2 {
     static void run_rows(const uint16_t* w, int64_t num_pairs, const float* x, int64_t x_stride, float* acc) {
         __m256 sum[R][4];
         for (int r = 0; r < R; ++r)
-            for (int j = 0; j < 4; ++j) sum[r][j] = _mm256_loadu_ps(acc + r * kTileOutputs + 8 * j);
+            for (int64_t j = 0; j < 4; ++j) sum[r][j] = _mm256_loadu_ps(acc + r * kTileOutputs + 8 * j);
         const __m256i high_half = _mm256_set1_epi32(int32_t(0xffff0000u));
         for (int64_t p = 0; p < num_pairs; ++p) {
             __m256 x_even[R], x_odd[R];
@@ -26,7 +26,7 @@ struct Bf16Avx2 {
                 x_odd[r] = _mm256_broadcast_ss(x + r * x_stride + 2 * p + 1);
             }
             const uint16_t* wp = w + p * kTileOutputs * 2;
-            for (int j = 0; j < 4; ++j) {
+            for (int64_t j = 0; j < 4; ++j) {
                 __m256i pairs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + 16 * j));
                 __m256 w_even = _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));
                 __m256 w_odd = _mm256_castsi256_ps(_mm256_and_si256(pairs, high_half));
@@ -37,7 +37,7 @@ struct Bf16Avx2 {
             }
         }
         for (int r = 0; r < R; ++r)
-            for (int j = 0; j < 4; ++j) _mm256_storeu_ps(acc + r * kTileOutputs + 8 * j, sum[r][j]);
+            for (int64_t j = 0; j < 4; ++j) _mm256_storeu_ps(acc + r * kTileOutputs + 8 * j, sum[r][j]);
     }
 
     static void run(int rows, const uint16_t* w, int64_t steps, const float* x, int64_t x_stride, float* acc,
@@ -57,18 +57,18 @@ struct F32Avx2 {
     static void run_rows(const float* w, int64_t num_k, const float* x, int64_t x_stride, float* acc) {
         __m256 sum[R][4];
         for (int r = 0; r < R; ++r)
-            for (int j = 0; j < 4; ++j) sum[r][j] = _mm256_loadu_ps(acc + r * kTileOutputs + 8 * j);
+            for (int64_t j = 0; j < 4; ++j) sum[r][j] = _mm256_loadu_ps(acc + r * kTileOutputs + 8 * j);
         for (int64_t k = 0; k < num_k; ++k) {
             __m256 xk[R];
             for (int r = 0; r < R; ++r) xk[r] = _mm256_broadcast_ss(x + r * x_stride + k);
             const float* wk = w + k * kTileOutputs;
-            for (int j = 0; j < 4; ++j) {
+            for (int64_t j = 0; j < 4; ++j) {
                 __m256 wv = _mm256_loadu_ps(wk + 8 * j);
                 for (int r = 0; r < R; ++r) sum[r][j] = _mm256_fmadd_ps(wv, xk[r], sum[r][j]);
             }
         }
         for (int r = 0; r < R; ++r)
-            for (int j = 0; j < 4; ++j) _mm256_storeu_ps(acc + r * kTileOutputs + 8 * j, sum[r][j]);
+            for (int64_t j = 0; j < 4; ++j) _mm256_storeu_ps(acc + r * kTileOutputs + 8 * j, sum[r][j]);
     }
 
     static void run(int rows, const float* w, int64_t steps, const float* x, int64_t x_stride, float* acc,

@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "core/parallel.h"
+#include "kernels/linear_int8.h"
 #include "kernels/linear_weight_state.h"
 
 namespace lmrun::kernels {
@@ -60,14 +61,53 @@ void pack_lanes(const unsigned char* rows, size_t row_stride, int64_t lane_begin
     for (; word < tile_words; ++word) std::memset(word_out(word), 0, size_t(lanes) * kWord);
 }
 
-// `count` source rows converted to the storage dtype, one after another in `out`.
-void convert_rows(const unsigned char* rows, const WeightRows& source, int64_t count, int64_t in_features,
-                  DType storage_dtype, std::vector<unsigned char>& out) {
+// `count` float source rows converted to the storage dtype (F32 or BF16), one after another in
+// `out`. Returns the index of the first row holding NaN or Inf once converted, or -1.
+int64_t convert_rows(const unsigned char* rows, const WeightRows& source, int64_t count, int64_t in_features,
+                     DType storage_dtype, std::vector<unsigned char>& out) {
     const size_t src_bytes = size_t(in_features) * dtype_size_bytes(source.dtype);
     const size_t dst_bytes = size_t(in_features) * dtype_size_bytes(storage_dtype);
     out.resize(size_t(count) * dst_bytes);
     std::vector<unsigned char> aligned;
     std::vector<float> floats(static_cast<size_t>(in_features));
+    int64_t first_bad = -1;
+    for (int64_t i = 0; i < count; ++i) {
+        const unsigned char* row = rows + size_t(i) * source.row_stride_bytes;
+        if (reinterpret_cast<uintptr_t>(row) % dtype_size_bytes(source.dtype) != 0) {
+            aligned.assign(row, row + src_bytes);
+            row = aligned.data();
+        }
+        unsigned char* to = out.data() + size_t(i) * dst_bytes;
+        if (storage_dtype == DType::F32) {
+            convert_to_f32(row, source.dtype, reinterpret_cast<float*>(to), size_t(in_features));
+        } else {
+            convert_to_f32(row, source.dtype, floats.data(), size_t(in_features));
+            convert_from_f32(floats.data(), to, storage_dtype, size_t(in_features));
+        }
+        if (first_bad < 0 && has_non_finite(to, storage_dtype, size_t(in_features))) first_bad = i;
+    }
+    return first_bad;
+}
+
+// Records output row n of an int8 weight: its scale and compensation (128 · Σ_k q[k]).
+void record_int8_row(LinearWeightState& state, int64_t n, const int8_t* q, int64_t in_features, float scale) {
+    int32_t sum = 0;
+    for (int64_t k = 0; k < in_features; ++k) sum += q[k];
+    state.scales[size_t(n)] = scale;
+    state.compensation[size_t(n)] = 128 * sum;
+}
+
+// `count` float source rows quantized to int8, one after another in `out`, their scales and
+// compensation recorded as output rows [first_out, first_out + count). A row holding NaN or Inf
+// becomes zeros (no int8 stands for it; the caller reports the corrupt weight). Returns the
+// index of the first such row, or -1.
+int64_t quantize_rows(const unsigned char* rows, const WeightRows& source, int64_t count, int64_t in_features,
+                      int64_t first_out, LinearWeightState& state, std::vector<unsigned char>& out) {
+    const size_t src_bytes = size_t(in_features) * dtype_size_bytes(source.dtype);
+    out.resize(size_t(count) * size_t(in_features));
+    std::vector<unsigned char> aligned;
+    std::vector<float> floats(static_cast<size_t>(in_features));
+    int64_t first_bad = -1;
     for (int64_t i = 0; i < count; ++i) {
         const unsigned char* row = rows + size_t(i) * source.row_stride_bytes;
         if (reinterpret_cast<uintptr_t>(row) % dtype_size_bytes(source.dtype) != 0) {
@@ -75,8 +115,30 @@ void convert_rows(const unsigned char* rows, const WeightRows& source, int64_t c
             row = aligned.data();
         }
         convert_to_f32(row, source.dtype, floats.data(), size_t(in_features));
-        convert_from_f32(floats.data(), out.data() + size_t(i) * dst_bytes, storage_dtype,
-                         size_t(in_features));
+        auto* q = reinterpret_cast<int8_t*>(out.data() + size_t(i) * size_t(in_features));
+        float scale = 0.0f;
+        if (has_non_finite(floats.data(), DType::F32, size_t(in_features))) {
+            if (first_bad < 0) first_bad = i;
+            std::memset(q, 0, size_t(in_features));
+        } else {
+            scale = quantize_row_int8_reference(floats.data(), in_features, q);
+        }
+        record_int8_row(state, first_out + i, q, in_features, scale);
+    }
+    return first_bad;
+}
+
+// `count` already quantized rows copied one after another into `out` (-128 clamped to -127),
+// their compensation recorded as output rows [first_out, first_out + count); the scales come
+// with set_scales().
+void copy_int8_rows(const unsigned char* rows, size_t row_stride, int64_t count, int64_t in_features,
+                    int64_t first_out, LinearWeightState& state, std::vector<unsigned char>& out) {
+    out.resize(size_t(count) * size_t(in_features));
+    for (int64_t i = 0; i < count; ++i) {
+        const auto* from = reinterpret_cast<const int8_t*>(rows + size_t(i) * row_stride);
+        auto* q = reinterpret_cast<int8_t*>(out.data() + size_t(i) * size_t(in_features));
+        for (int64_t k = 0; k < in_features; ++k) q[k] = from[k] < -127 ? int8_t(-127) : from[k];
+        record_int8_row(state, first_out + i, q, in_features, state.scales[size_t(first_out + i)]);
     }
 }
 
@@ -88,10 +150,16 @@ void lower_to(std::atomic<int64_t>& value, int64_t candidate) {
 
 }  // namespace
 
-LinearWeightBuilder::LinearWeightBuilder(int64_t out_features, int64_t in_features, DType storage_dtype)
-    : out_features_(out_features), in_features_(in_features), storage_dtype_(storage_dtype) {
-    LMRUN_CHECK(storage_dtype == DType::F32 || storage_dtype == DType::BF16,
-                "linear weights are stored as F32 or BF16");
+LinearWeightBuilder::LinearWeightBuilder(int64_t out_features, int64_t in_features, DType storage_dtype,
+                                         WeightRowSource row_source)
+    : out_features_(out_features),
+      in_features_(in_features),
+      storage_dtype_(storage_dtype),
+      row_source_(row_source) {
+    LMRUN_CHECK(storage_dtype == DType::F32 || storage_dtype == DType::BF16 || storage_dtype == DType::I8,
+                "linear weights are stored as F32, BF16 or I8");
+    LMRUN_CHECK(row_source == WeightRowSource::Float || storage_dtype == DType::I8,
+                "int8 rows are held as int8");
 }
 
 void LinearWeightBuilder::allocate() {
@@ -115,19 +183,33 @@ void LinearWeightBuilder::allocate() {
     if (out_features_ % kTileOutputs != 0)
         std::memset(static_cast<unsigned char*>(state_->buffer.get()) + size_t(w.num_tiles - 1) * tile_bytes,
                     0, tile_bytes);
+    if (storage_dtype_ == DType::I8) {
+        // Padding outputs keep scale and compensation 0.
+        const size_t outputs = size_t(w.num_tiles) * size_t(kTileOutputs);
+        state_->scales.assign(outputs, 0.0f);
+        state_->compensation.assign(outputs, 0);
+        w.scales = state_->scales.data();
+        w.compensation = state_->compensation.data();
+        state_->nbytes += outputs * (sizeof(float) + sizeof(int32_t));
+    }
     rows_written_.assign(size_t(out_features_), false);
+    rows_scaled_.assign(row_source_ == WeightRowSource::Int8 ? size_t(out_features_) : 0, false);
 }
 
-void LinearWeightBuilder::mark_written(int64_t first_row, int64_t num_rows) {
-    std::fill_n(rows_written_.begin() + first_row, num_rows, true);
+void LinearWeightBuilder::mark(std::vector<bool>& marks, int64_t first_row, int64_t num_rows) {
+    if (!marks.empty()) std::fill_n(marks.begin() + first_row, num_rows, true);
 }
 
 int64_t LinearWeightBuilder::pack_rows(int64_t first_row, const WeightRows& rows) {
     LMRUN_CHECK(first_row >= 0 && rows.num_rows >= 0 && first_row + rows.num_rows <= out_features_,
                 "rows [%lld, %lld) outside a weight of %lld rows", static_cast<long long>(first_row),
                 static_cast<long long>(first_row + rows.num_rows), static_cast<long long>(out_features_));
-    LMRUN_CHECK(rows.dtype == DType::F32 || rows.dtype == DType::BF16 || rows.dtype == DType::F16,
-                "linear weights come as F32, BF16 or F16");
+    if (row_source_ == WeightRowSource::Int8) {
+        LMRUN_CHECK(rows.dtype == DType::I8, "this weight takes int8 rows");
+    } else {
+        LMRUN_CHECK(rows.dtype == DType::F32 || rows.dtype == DType::BF16 || rows.dtype == DType::F16,
+                    "linear weights come as F32, BF16 or F16");
+    }
     if (rows.num_rows == 0) return -1;
     allocate();
     const PackedLinear& w = state_->packed;
@@ -137,6 +219,7 @@ int64_t LinearWeightBuilder::pack_rows(int64_t first_row, const WeightRows& rows
     const int64_t num_tiles = (end_row + kTileOutputs - 1) / kTileOutputs - first_tile;
     const auto* source = static_cast<const unsigned char*>(rows.data);
     auto* buffer = static_cast<unsigned char*>(state_->buffer.get());
+    LinearWeightState& state = *state_;
     std::atomic<int64_t> first_bad_row{rows.num_rows};
     // Each thread packs whole tiles, so it writes (and first touches) its own pages.
     parallel_for(num_tiles, [&](int64_t begin, int64_t end) {
@@ -149,25 +232,41 @@ int64_t LinearWeightBuilder::pack_rows(int64_t first_row, const WeightRows& rows
             const int64_t count = lane_end - lane_begin;
             const unsigned char* src = source + size_t(src_row) * rows.row_stride_bytes;
             size_t src_stride = rows.row_stride_bytes;
-            if (rows.dtype != storage_dtype_) {
-                convert_rows(src, rows, count, in_features_, storage_dtype_, converted);
+            int64_t bad = -1;
+            if (storage_dtype_ == DType::I8) {
+                if (rows.dtype == DType::I8) {
+                    copy_int8_rows(src, src_stride, count, in_features_, tile_row + lane_begin, state, converted);
+                } else {
+                    bad = quantize_rows(src, rows, count, in_features_, tile_row + lane_begin, state, converted);
+                }
+                src = converted.data();
+                src_stride = size_t(in_features_);
+            } else if (rows.dtype != storage_dtype_) {
+                bad = convert_rows(src, rows, count, in_features_, storage_dtype_, converted);
                 src = converted.data();
                 src_stride = size_t(in_features_) * dtype_size_bytes(storage_dtype_);
+            } else {
+                // Reading each row once in order also brings the tile's rows into cache for the
+                // transposing reads below.
+                for (int64_t i = 0; i < count && bad < 0; ++i)
+                    if (has_non_finite(src + size_t(i) * src_stride, storage_dtype_, size_t(in_features_))) bad = i;
             }
-            // Reading each row once in order also brings the tile's rows into cache for the
-            // transposing reads below.
-            for (int64_t i = 0; i < count; ++i) {
-                if (has_non_finite(src + size_t(i) * src_stride, storage_dtype_, size_t(in_features_))) {
-                    lower_to(first_bad_row, src_row + i);
-                    break;
-                }
-            }
+            if (bad >= 0) lower_to(first_bad_row, src_row + bad);
             unsigned char* tile = buffer + size_t(t) * tile_bytes;
             pack_lanes(src, src_stride, lane_begin, lane_end, w, tile);
         }
     });
-    mark_written(first_row, rows.num_rows);
+    mark(rows_written_, first_row, rows.num_rows);
     return first_bad_row.load() == rows.num_rows ? -1 : first_bad_row.load();
+}
+
+void LinearWeightBuilder::set_scales(int64_t first_row, const float* scales, int64_t count) {
+    LMRUN_CHECK(row_source_ == WeightRowSource::Int8, "only int8 rows take their scales separately");
+    LMRUN_CHECK(first_row >= 0 && count >= 0 && first_row + count <= out_features_, "scales outside the weight");
+    if (count == 0) return;
+    allocate();
+    std::copy_n(scales, count, state_->scales.begin() + first_row);
+    mark(rows_scaled_, first_row, count);
 }
 
 void LinearWeightBuilder::zero_rows(int64_t first_row, int64_t num_rows) {
@@ -187,16 +286,25 @@ void LinearWeightBuilder::zero_rows(int64_t first_row, int64_t num_rows) {
             std::memset(base + (word * size_t(kTileOutputs) + size_t(lane)) * 4, 0, size_t(lanes) * 4);
         row += lanes;
     }
-    mark_written(first_row, num_rows);
+    if (storage_dtype_ == DType::I8) {
+        std::fill_n(state_->scales.begin() + first_row, num_rows, 0.0f);
+        std::fill_n(state_->compensation.begin() + first_row, num_rows, 0);
+    }
+    mark(rows_written_, first_row, num_rows);
+    mark(rows_scaled_, first_row, num_rows);
 }
 
 LinearWeight LinearWeightBuilder::finish() {
     allocate();
-    LMRUN_CHECK(std::all_of(rows_written_.begin(), rows_written_.end(), [](bool written) { return written; }),
-                "a linear weight was finished with rows never loaded");
+    auto all = [](const std::vector<bool>& marks) {
+        return std::all_of(marks.begin(), marks.end(), [](bool marked) { return marked; });
+    };
+    LMRUN_CHECK(all(rows_written_), "a linear weight was finished with rows never loaded");
+    LMRUN_CHECK(all(rows_scaled_), "an int8 weight was finished with rows that have no scale");
     LinearWeight weight(std::move(state_));
     state_.reset();
     rows_written_.clear();
+    rows_scaled_.clear();
     return weight;
 }
 

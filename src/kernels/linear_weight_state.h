@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <memory>
+#include <vector>
 
 #include "kernels/linear_gemv.h"
 #include "kernels/linear_onednn.h"
@@ -15,6 +16,8 @@ struct LinearWeightState {
     PackedLinear packed;
     size_t nbytes = 0;
     std::unique_ptr<void, decltype(&std::free)> buffer{nullptr, &std::free};
+    std::vector<float> scales;          // int8 only
+    std::vector<int32_t> compensation;  // int8 only
     OnednnLinear onednn;
 };
 

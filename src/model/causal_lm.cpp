@@ -12,6 +12,7 @@
 #include "kernels/rope.h"
 #include "model/config_limits.h"
 #include "model/tensor_parallel_shapes.h"
+#include "model/weight_scale.h"
 #include "parallel/process_group.h"
 
 namespace lmrun {
@@ -41,6 +42,56 @@ Status check_checkpoint_matches(const ModelConfig& config, const Checkpoint& che
     return ok_status();
 }
 
+// Fused layers (q/k/v, gate/up) hold one matrix, so their parts must agree.
+Result<LinearQuant> linear_quant_of(const ModelConfig& config, const WeightQuantization& quantization,
+                                    std::initializer_list<std::string> layer_names) {
+    size_t stored = 0;
+    for (const std::string& name : layer_names)
+        stored += config.quantization && config.quantization->quantizes(name);
+    if (stored != 0 && stored != layer_names.size())
+        return make_error(ErrorKind::Unsupported,
+                          "quantization_config quantizes only some of the fused layers {} (lmrun packs them "
+                          "into one matrix)",
+                          fmt::join(layer_names, ", "));
+    if (stored != 0) return LinearQuant::Int8Checkpoint;
+    return quantization.int8_at_load ? LinearQuant::Int8AtLoad : LinearQuant::None;
+}
+
+// A tied head is the (float) embedding table: only quantization at load can make it int8.
+bool head_stored_int8(const ModelConfig& config) {
+    return !config.tie_word_embeddings && config.quantization && config.quantization->quantizes("lm_head");
+}
+
+// How this rank will hold the model (the same decisions as choose_quantization), for the
+// memory check that runs before anything is allocated.
+Result<ModelMemoryLayout> memory_layout(const ModelConfig& config, DType weight_dtype,
+                                        const WeightQuantization& quantization,
+                                        const ParallelConfig& parallel) {
+    ModelMemoryLayout layout;
+    layout.weight_dtype = weight_dtype;
+    layout.tp_size = parallel.tp_size;
+    layout.ranks_sharing_memory = parallel.ranks_sharing_memory;
+    auto count = [&](int64_t& int8_layers, std::initializer_list<std::string> names) -> Status {
+        LMRUN_ASSIGN_OR_RETURN(LinearQuant quant, linear_quant_of(config, quantization, names));
+        int8_layers += quant != LinearQuant::None;
+        return ok_status();
+    };
+    for (int64_t i = 0; i < config.num_hidden_layers; ++i) {
+        const std::string prefix = "model.layers." + std::to_string(i) + ".";
+        LMRUN_RETURN_IF_ERROR(
+            count(layout.int8_qkv_layers,
+                  {prefix + "self_attn.q_proj", prefix + "self_attn.k_proj", prefix + "self_attn.v_proj"}));
+        LMRUN_RETURN_IF_ERROR(count(layout.int8_o_layers, {prefix + "self_attn.o_proj"}));
+        LMRUN_RETURN_IF_ERROR(
+            count(layout.int8_gate_up_layers, {prefix + "mlp.gate_proj", prefix + "mlp.up_proj"}));
+        LMRUN_RETURN_IF_ERROR(count(layout.int8_down_layers, {prefix + "mlp.down_proj"}));
+    }
+    const bool embeddings_at_load = quantization.int8_at_load && quantization.quantize_embeddings;
+    layout.int8_lm_head = head_stored_int8(config) || embeddings_at_load;
+    layout.int8_embedding = config.tie_word_embeddings ? layout.int8_lm_head : embeddings_at_load;
+    return layout;
+}
+
 }  // namespace
 
 CausalLM::CausalLM(const ModelConfig& config, DType weight_dtype, const ParallelConfig& parallel)
@@ -59,7 +110,8 @@ CausalLM::CausalLM(const ModelConfig& config, DType weight_dtype, const Parallel
 }
 
 Result<std::unique_ptr<CausalLM>> CausalLM::load(const std::string& model_dir, const ModelConfig& config,
-                                                 DType weight_dtype, const ParallelConfig& parallel) {
+                                                 DType weight_dtype, const ParallelConfig& parallel,
+                                                 const WeightQuantization& quantization) {
     if (weight_dtype != DType::F32 && weight_dtype != DType::BF16) {
         return make_error(ErrorKind::Unsupported, "{}: weights can be held as F32 or BF16, not {}", model_dir,
                           dtype_name(weight_dtype));
@@ -68,14 +120,12 @@ Result<std::unique_ptr<CausalLM>> CausalLM::load(const std::string& model_dir, c
     if (parallel.tp_size > 1 && parallel.group == nullptr)
         return make_error(ErrorKind::Internal, "a tensor-parallel model needs its process group");
     const std::string config_path = (std::filesystem::path(model_dir) / "config.json").string();
-    // The whole model against this machine's memory, on every rank. Right for -tp 1 and roughly
-    // right for the mp backend (all ranks' shards add up to about the whole model on one machine),
-    // too strict for mpi ranks on separate machines (each needs ~1/N). TODO(issue 11): count
-    // this rank's shard (1/N of q/o/MLP/vocab rows, replicated KV heads and norms) times the
-    // ranks sharing the machine (MPI_COMM_TYPE_SHARED), and measure the available memory
-    // before any rank loads (ranks loading at once see each other's shards as used).
-    LMRUN_RETURN_IF_ERROR(
-        check_model_fits_memory(config, weight_dtype, available_memory_bytes(), config_path));
+    // What this rank will hold (its shard, int8 layers at a byte per weight) times the ranks
+    // whose shards share this machine. Ranks loading at once may see each other's shards as
+    // used already; the sum is what must fit, so the check errs towards strict there.
+    LMRUN_ASSIGN_OR_RETURN(ModelMemoryLayout layout,
+                           memory_layout(config, weight_dtype, quantization, parallel));
+    LMRUN_RETURN_IF_ERROR(check_model_fits_memory(config, layout, available_memory_bytes(), config_path));
     // Where start-up time goes (debug level): the weights are packed by every thread, so CPU
     // seconds above the wall time are the other threads' share; the kernel zeroing the packed
     // buffer's fresh pages counts as this process's (system) CPU.
@@ -85,6 +135,7 @@ Result<std::unique_ptr<CausalLM>> CausalLM::load(const std::string& model_dir, c
     const double opened_s = now_seconds();
     std::unique_ptr<CausalLM> model(new CausalLM(config, weight_dtype, parallel));
     const double built_s = now_seconds();
+    LMRUN_RETURN_IF_ERROR(model->choose_quantization(quantization));
     LMRUN_RETURN_IF_ERROR(model->load_weights(checkpoint));
     log_debug(
         "load: checkpoint opened in {:.0f} ms, model built (rope cache) in {:.0f} ms, {:.1f} MiB packed in "
@@ -94,6 +145,50 @@ Result<std::unique_ptr<CausalLM>> CausalLM::load(const std::string& model_dir, c
     return model;
 }
 
+Result<LinearQuant> CausalLM::linear_quant(std::initializer_list<std::string> layer_names) const {
+    return linear_quant_of(config_, quantization_, layer_names);
+}
+
+Status CausalLM::choose_quantization(const WeightQuantization& quantization) {
+    quantization_ = quantization;
+    for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
+        const std::string prefix = "model.layers." + std::to_string(i) + ".";
+        DecoderLayer& layer = layers_[i];
+        LinearQuant quant;
+        LMRUN_ASSIGN_OR_RETURN(quant, linear_quant({prefix + "self_attn.q_proj", prefix + "self_attn.k_proj",
+                                                    prefix + "self_attn.v_proj"}));
+        layer.self_attn.qkv_proj.set_quantization(quant);
+        LMRUN_ASSIGN_OR_RETURN(quant, linear_quant({prefix + "self_attn.o_proj"}));
+        layer.self_attn.o_proj.set_quantization(quant);
+        LMRUN_ASSIGN_OR_RETURN(quant, linear_quant({prefix + "mlp.gate_proj", prefix + "mlp.up_proj"}));
+        layer.mlp.gate_up_proj.set_quantization(quant);
+        LMRUN_ASSIGN_OR_RETURN(quant, linear_quant({prefix + "mlp.down_proj"}));
+        layer.mlp.down_proj.set_quantization(quant);
+    }
+    if (head_stored_int8(config_)) {
+        lm_head_.set_quantization(LinearQuant::Int8Checkpoint);
+    } else if (quantization.int8_at_load && quantization.quantize_embeddings) {
+        lm_head_.set_quantization(LinearQuant::Int8AtLoad);
+    }
+    // A tied embedding looks its rows up in the head; an untied one is packed to int8 itself.
+    if (!config_.tie_word_embeddings && quantization.int8_at_load && quantization.quantize_embeddings)
+        embed_tokens_.hold_int8();
+    return ok_status();
+}
+
+bool CausalLM::has_int8_weights() const {
+    if (lm_head_.packed().storage_dtype() == DType::I8) return true;
+    for (const DecoderLayer& layer : layers_) {
+        for (const LinearBase* linear : {static_cast<const LinearBase*>(&layer.self_attn.qkv_proj),
+                                         static_cast<const LinearBase*>(&layer.self_attn.o_proj),
+                                         static_cast<const LinearBase*>(&layer.mlp.gate_up_proj),
+                                         static_cast<const LinearBase*>(&layer.mlp.down_proj)}) {
+            if (linear->packed().storage_dtype() == DType::I8) return true;
+        }
+    }
+    return false;
+}
+
 // Checkpoint tensor names → fused, sharded parameters. Qwen2 adds q/k/v biases,
 // Qwen3 adds q_norm/k_norm; everything else is shared with Llama.
 Status CausalLM::load_layer(const Checkpoint& checkpoint, int64_t index, DecoderLayer& layer) {
@@ -101,32 +196,49 @@ Status CausalLM::load_layer(const Checkpoint& checkpoint, int64_t index, Decoder
     auto get = [&](const std::string& name) { return checkpoint.get(prefix + name); };
     const TensorInfo* src = nullptr;
     Attention& attn = layer.self_attn;
+    // `<name>.weight` through load_weight, and `<name>.weight_scale` through load_scale when the
+    // checkpoint stores the layer in int8.
+    auto load_projection = [&](const std::string& name, const LinearBase& linear, auto&& load_weight,
+                               auto&& load_scale) -> Status {
+        LMRUN_ASSIGN_OR_RETURN(const TensorInfo* weight, get(name + ".weight"));
+        LMRUN_RETURN_IF_ERROR(load_weight(*weight));
+        if (linear.quantization() != LinearQuant::Int8Checkpoint) return ok_status();
+        LMRUN_ASSIGN_OR_RETURN(WeightScale scale, read_weight_scale(checkpoint, prefix + name, *weight));
+        return load_scale(scale.info);
+    };
 
     const std::pair<const char*, QkvShard> qkv_parts[] = {{"self_attn.q_proj", QkvShard::Q},
                                                           {"self_attn.k_proj", QkvShard::K},
                                                           {"self_attn.v_proj", QkvShard::V}};
-    for (const auto& [name, shard] : qkv_parts) {
-        LMRUN_ASSIGN_OR_RETURN(src, get(std::string(name) + ".weight"));
-        LMRUN_RETURN_IF_ERROR(attn.qkv_proj.load_weight(*src, shard));
+    for (const auto& [name, part] : qkv_parts) {
+        const QkvShard shard = part;  // a copy: clang cannot capture a structured binding under OpenMP
+        LMRUN_RETURN_IF_ERROR(load_projection(
+            name, attn.qkv_proj, [&](const TensorInfo& t) { return attn.qkv_proj.load_weight(t, shard); },
+            [&](const TensorInfo& t) { return attn.qkv_proj.load_weight_scale(t, shard); }));
         if (config_.attention_bias) {
             LMRUN_ASSIGN_OR_RETURN(src, get(std::string(name) + ".bias"));
             LMRUN_RETURN_IF_ERROR(attn.qkv_proj.load_bias(*src, shard));
         }
     }
-    LMRUN_ASSIGN_OR_RETURN(src, get("self_attn.o_proj.weight"));
-    LMRUN_RETURN_IF_ERROR(attn.o_proj.load_weight(*src));
+    LMRUN_RETURN_IF_ERROR(load_projection(
+        "self_attn.o_proj", attn.o_proj, [&](const TensorInfo& t) { return attn.o_proj.load_weight(t); },
+        [&](const TensorInfo& t) { return attn.o_proj.load_weight_scale(t); }));
     if (attn.q_norm && attn.k_norm) {  // both or neither (Attention's constructor)
         LMRUN_ASSIGN_OR_RETURN(src, get("self_attn.q_norm.weight"));
         LMRUN_RETURN_IF_ERROR(attn.q_norm->load_weight(*src));
         LMRUN_ASSIGN_OR_RETURN(src, get("self_attn.k_norm.weight"));
         LMRUN_RETURN_IF_ERROR(attn.k_norm->load_weight(*src));
     }
-    LMRUN_ASSIGN_OR_RETURN(src, get("mlp.gate_proj.weight"));
-    LMRUN_RETURN_IF_ERROR(layer.mlp.gate_up_proj.load_weight(*src, 0));
-    LMRUN_ASSIGN_OR_RETURN(src, get("mlp.up_proj.weight"));
-    LMRUN_RETURN_IF_ERROR(layer.mlp.gate_up_proj.load_weight(*src, 1));
-    LMRUN_ASSIGN_OR_RETURN(src, get("mlp.down_proj.weight"));
-    LMRUN_RETURN_IF_ERROR(layer.mlp.down_proj.load_weight(*src));
+    MLP& mlp = layer.mlp;
+    for (int part = 0; part < 2; ++part) {
+        LMRUN_RETURN_IF_ERROR(load_projection(
+            part == 0 ? "mlp.gate_proj" : "mlp.up_proj", mlp.gate_up_proj,
+            [&](const TensorInfo& t) { return mlp.gate_up_proj.load_weight(t, part); },
+            [&](const TensorInfo& t) { return mlp.gate_up_proj.load_weight_scale(t, part); }));
+    }
+    LMRUN_RETURN_IF_ERROR(load_projection(
+        "mlp.down_proj", mlp.down_proj, [&](const TensorInfo& t) { return mlp.down_proj.load_weight(t); },
+        [&](const TensorInfo& t) { return mlp.down_proj.load_weight_scale(t); }));
     LMRUN_ASSIGN_OR_RETURN(src, get("input_layernorm.weight"));
     LMRUN_RETURN_IF_ERROR(layer.input_layernorm.load_weight(*src));
     LMRUN_ASSIGN_OR_RETURN(src, get("post_attention_layernorm.weight"));
@@ -146,7 +258,8 @@ Status CausalLM::load_weights(const Checkpoint& checkpoint) {
     if (config_.tie_word_embeddings) {
         LMRUN_RETURN_IF_ERROR(lm_head_.load_weight(*src));
         lm_head_.finalize();
-        // Rounding to the storage dtype is the same either way, so the lookup reads the head.
+        // Rounding to the storage dtype (or int8 rows) is the same either way, so the lookup
+        // reads the head.
         embed_tokens_.share_with(lm_head_.packed());
         checkpoint.release_tensors("model.embed_tokens.");
     } else {
@@ -154,6 +267,10 @@ Status CausalLM::load_weights(const Checkpoint& checkpoint) {
         checkpoint.release_tensors("model.embed_tokens.");
         LMRUN_ASSIGN_OR_RETURN(src, checkpoint.get("lm_head.weight"));
         LMRUN_RETURN_IF_ERROR(lm_head_.load_weight(*src));
+        if (config_.quantization && config_.quantization->quantizes("lm_head")) {
+            LMRUN_ASSIGN_OR_RETURN(WeightScale scale, read_weight_scale(checkpoint, "lm_head", *src));
+            LMRUN_RETURN_IF_ERROR(lm_head_.load_weight_scale(scale.info));
+        }
         lm_head_.finalize();
         checkpoint.release_tensors("lm_head.");
     }
@@ -219,8 +336,11 @@ void CausalLM::reserve_workspace(int64_t max_decode_rows, int64_t max_num_seqs) 
 }
 
 size_t CausalLM::weight_nbytes() const {
-    const Tensor& table = embed_tokens_.table();  // empty when tied: the head holds it
-    size_t total = (table.empty() ? 0 : table.nbytes()) + lm_head_.weight_nbytes();
+    return (embed_tokens_.shares_head() ? 0 : embed_tokens_.weight_nbytes()) + forward_weight_nbytes();
+}
+
+size_t CausalLM::forward_weight_nbytes() const {
+    size_t total = lm_head_.weight_nbytes();
     for (const DecoderLayer& layer : layers_) {
         total += layer.self_attn.qkv_proj.weight_nbytes() + layer.self_attn.o_proj.weight_nbytes() +
                  layer.mlp.gate_up_proj.weight_nbytes() + layer.mlp.down_proj.weight_nbytes();

@@ -23,9 +23,12 @@ namespace lmrun {
 class CausalLM {
   public:
     // Builds the model and fills every parameter from the checkpoint in `model_dir`.
-    // weight_dtype: F32 or BF16 (what the weights are stored as in memory).
+    // weight_dtype: F32 or BF16 (what unquantized weights are stored as in memory). Layers the
+    // checkpoint stores in int8 (config.quantization) stay int8; `quantization` may quantize the
+    // others at load (quantization_config.h).
     static Result<std::unique_ptr<CausalLM>> load(const std::string& model_dir, const ModelConfig& config,
-                                                  DType weight_dtype, const ParallelConfig& parallel = {});
+                                                  DType weight_dtype, const ParallelConfig& parallel = {},
+                                                  const WeightQuantization& quantization = {});
 
     // Runs all layers over the step's tokens: buffers.hidden/residual hold the
     // un-normalized last hidden state afterwards. kv_layers: one per layer.
@@ -43,6 +46,8 @@ class CausalLM {
 
     const ModelConfig& config() const { return config_; }
     DType weight_dtype() const { return weight_dtype_; }
+    // Whether any layer holds int8 weights.
+    bool has_int8_weights() const;
     int64_t num_heads_local() const { return layers_[0].self_attn.qkv_proj.num_heads(); }
     int64_t num_kv_heads_local() const { return layers_[0].self_attn.qkv_proj.num_kv_heads(); }
     int64_t intermediate_local() const { return layers_[0].mlp.down_proj.in_features(); }
@@ -50,14 +55,21 @@ class CausalLM {
     // Logit columns this rank computes (the whole vocabulary without tensor parallelism).
     int64_t vocab_local() const { return lm_head_.rows_per_rank(); }
     size_t weight_nbytes() const;
+    // The weight bytes one forward pass reads in full: the layers and the LM head (an untied
+    // embedding table is only read at the tokens' rows). Rooflines divide this by bandwidth.
+    size_t forward_weight_nbytes() const;
 
   private:
     CausalLM(const ModelConfig& config, DType weight_dtype, const ParallelConfig& parallel);
+    // Sets every linear layer's LinearQuant before loading.
+    Status choose_quantization(const WeightQuantization& quantization);
+    Result<LinearQuant> linear_quant(std::initializer_list<std::string> layer_names) const;
     Status load_weights(const Checkpoint& checkpoint);
     Status load_layer(const Checkpoint& checkpoint, int64_t index, DecoderLayer& layer);
 
     ModelConfig config_;
     DType weight_dtype_;
+    WeightQuantization quantization_;
     ParallelConfig parallel_;
     VocabParallelEmbedding embed_tokens_;
     std::vector<DecoderLayer> layers_;

@@ -226,6 +226,7 @@ Result<ModelConfig> parse_model_config(const nlohmann::json& json, const std::st
     LMRUN_RETURN_IF_ERROR(parse_dtype_field(json, source, config));
     LMRUN_RETURN_IF_ERROR(parse_special_tokens(json, source, config));
     LMRUN_RETURN_IF_ERROR(check_rope_scaling(json, source));
+    LMRUN_ASSIGN_OR_RETURN(config.quantization, parse_quantization_config(json, source));
     LMRUN_RETURN_IF_ERROR(check_config_limits(config, source));
     return config;
 }

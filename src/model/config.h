@@ -13,6 +13,7 @@
 
 #include "core/dtype.h"
 #include "core/result.h"
+#include "model/quantization_config.h"
 
 namespace lmrun {
 
@@ -37,6 +38,8 @@ struct ModelConfig {
     DType torch_dtype = DType::F32;
     std::optional<int32_t> bos_token_id;
     std::vector<int32_t> eos_token_ids;
+    // A pre-quantized checkpoint's scheme (config.json's quantization_config), if any.
+    std::optional<CompressedTensorsConfig> quantization;
 };
 
 // The HF class name of an architecture ("Qwen3ForCausalLM") and its model_type ("qwen3").

@@ -21,8 +21,21 @@ void LinearBase::forward(const float* x, int64_t num_rows, float* y, LinearPath 
     kernels::linear(x, num_rows, packed_, bias, y);
 }
 
+void LinearBase::set_quantization(LinearQuant quant) {
+    quant_ = quant;
+    if (quant == LinearQuant::None) return;
+    weight_builder_ = kernels::LinearWeightBuilder(out_features_, in_features_, DType::I8,
+                                                   quant == LinearQuant::Int8Checkpoint
+                                                       ? kernels::WeightRowSource::Int8
+                                                       : kernels::WeightRowSource::Float);
+    if (quant == LinearQuant::Int8Checkpoint) staged_scale_ = Tensor::zeros(DType::F32, {out_features_, 1});
+}
+
 void LinearBase::finalize() {
+    if (quant_ == LinearQuant::Int8Checkpoint)
+        weight_builder_.set_scales(0, staged_scale_.data<float>(), out_features_);
     packed_ = weight_builder_.finish();
+    staged_scale_ = Tensor();
 }
 
 ColumnParallelLinear::ColumnParallelLinear(int64_t out_features_total, int64_t in_features, bool has_bias,
@@ -37,12 +50,20 @@ Status ColumnParallelLinear::load_bias(const TensorInfo& src) {
     return load_column_parallel(src, bias_, parallel_);
 }
 
+Status ColumnParallelLinear::load_weight_scale(const TensorInfo& src) {
+    return load_column_parallel(src, staged_scale_, parallel_);
+}
+
 RowParallelLinear::RowParallelLinear(int64_t out_features, int64_t in_features_total, bool has_bias,
                                      DType dtype, const ParallelConfig& parallel)
     : LinearBase(out_features, in_features_total / parallel.tp_size, has_bias, dtype), parallel_(parallel) {}
 
 Status RowParallelLinear::load_weight(const TensorInfo& src) {
     return load_row_parallel(src, weight_builder_, parallel_);
+}
+
+Status RowParallelLinear::load_weight_scale(const TensorInfo& src) {
+    return load_replicated(src, staged_scale_);
 }
 
 void RowParallelLinear::forward(const float* x, int64_t num_rows, float* y, LinearPath path) const {
@@ -80,6 +101,11 @@ Status QKVParallelLinear::load_bias(const TensorInfo& src, QkvShard shard) {
     return load_qkv_shard(src, bias_, shard, num_heads_total_, num_kv_heads_total_, head_dim_, parallel_);
 }
 
+Status QKVParallelLinear::load_weight_scale(const TensorInfo& src, QkvShard shard) {
+    return load_qkv_shard(src, staged_scale_, shard, num_heads_total_, num_kv_heads_total_, head_dim_,
+                          parallel_);
+}
+
 MergedColumnParallelLinear::MergedColumnParallelLinear(int64_t in_features,
                                                        std::vector<int64_t> output_sizes_total, DType dtype,
                                                        const ParallelConfig& parallel)
@@ -91,6 +117,10 @@ MergedColumnParallelLinear::MergedColumnParallelLinear(int64_t in_features,
 
 Status MergedColumnParallelLinear::load_weight(const TensorInfo& src, int shard_index) {
     return load_merged_column_shard(src, weight_builder_, shard_index, output_sizes_total_, parallel_);
+}
+
+Status MergedColumnParallelLinear::load_weight_scale(const TensorInfo& src, int shard_index) {
+    return load_merged_column_shard(src, staged_scale_, shard_index, output_sizes_total_, parallel_);
 }
 
 }  // namespace lmrun

@@ -19,10 +19,22 @@
 
 namespace lmrun {
 
+// How a layer's weight arrives and how it is held once packed.
+enum class LinearQuant {
+    None,           // float checkpoint, held in the storage dtype
+    Int8AtLoad,     // float checkpoint, quantized to int8 per output channel as it is packed
+    Int8Checkpoint  // int8 in the checkpoint (`weight` I8 and `weight_scale`), held as int8
+};
+
 class LinearBase {
   public:
     // out_features / in_features are the LOCAL (per-rank) sizes.
     LinearBase(int64_t out_features, int64_t in_features, bool has_bias, DType storage_dtype);
+    // Chosen before loading. Int8 weights are packed as they load, like float ones;
+    // Int8Checkpoint stages only the F32 scales [out, 1] (they shard with the output rows, like
+    // the weight, and may arrive after it).
+    void set_quantization(LinearQuant quant);
+    LinearQuant quantization() const { return quant_; }
 
     // y[num_rows, out] = x[num_rows, in] · Wᵀ (+ b)
     void forward(const float* x, int64_t num_rows, float* y, LinearPath path = LinearPath::Fastest) const;
@@ -38,8 +50,10 @@ class LinearBase {
     int64_t in_features_;
     DType storage_dtype_;
     kernels::LinearWeightBuilder weight_builder_;  // [out, in], packed part by part until finalize()
+    Tensor staged_scale_;                          // F32 [out, 1] for Int8Checkpoint, until finalize()
     Tensor bias_;                                  // F32 [out], empty if no bias
     kernels::LinearWeight packed_;
+    LinearQuant quant_ = LinearQuant::None;
 };
 
 // Output features split across ranks (dim 0).
@@ -49,6 +63,7 @@ class ColumnParallelLinear : public LinearBase {
                          const ParallelConfig& parallel);
     Status load_weight(const TensorInfo& src);
     Status load_bias(const TensorInfo& src);
+    Status load_weight_scale(const TensorInfo& src);  // F32 [out_total, 1]
 
   private:
     ParallelConfig parallel_;
@@ -62,6 +77,7 @@ class RowParallelLinear : public LinearBase {
     RowParallelLinear(int64_t out_features, int64_t in_features_total, bool has_bias, DType dtype,
                       const ParallelConfig& parallel);
     Status load_weight(const TensorInfo& src);
+    Status load_weight_scale(const TensorInfo& src);  // F32 [out, 1], the same on every rank
     void forward(const float* x, int64_t num_rows, float* y, LinearPath path = LinearPath::Fastest) const;
 
   private:
@@ -75,8 +91,9 @@ class QKVParallelLinear : public LinearBase {
                       int64_t num_kv_heads_total, bool has_bias, DType dtype, const ParallelConfig& parallel);
     Status load_weight(const TensorInfo& src, QkvShard shard);
     Status load_bias(const TensorInfo& src, QkvShard shard);
-    int64_t num_heads() const { return num_heads_; }        // local
-    int64_t num_kv_heads() const { return num_kv_heads_; }  // local
+    Status load_weight_scale(const TensorInfo& src, QkvShard shard);  // F32 [shard rows, 1]
+    int64_t num_heads() const { return num_heads_; }                  // local
+    int64_t num_kv_heads() const { return num_kv_heads_; }            // local
     int64_t head_dim() const { return head_dim_; }
 
   private:
@@ -90,6 +107,7 @@ class MergedColumnParallelLinear : public LinearBase {
     MergedColumnParallelLinear(int64_t in_features, std::vector<int64_t> output_sizes_total, DType dtype,
                                const ParallelConfig& parallel);
     Status load_weight(const TensorInfo& src, int shard_index);
+    Status load_weight_scale(const TensorInfo& src, int shard_index);  // F32 [output size, 1]
 
   private:
     std::vector<int64_t> output_sizes_total_;

@@ -1,11 +1,13 @@
 #include "model/random_checkpoint.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "core/parallel.h"
 #include "core/tensor.h"
+#include "kernels/linear_int8.h"
 
 namespace lmrun {
 namespace {
@@ -65,6 +67,43 @@ Status write_text_file(const std::string& path, const std::string& text) {
     return ok_status();
 }
 
+constexpr std::string_view kScaleSuffix = ".weight_scale";
+
+// The int8 weight (I8 tensor named `<layer>.weight`) or its scales (`<layer>.weight_scale`) of a
+// quantized layer: the float weight of the same name is generated, rounded to the checkpoint
+// dtype and quantized per row (or per tensor) as the kernels quantize.
+void fill_int8(const TensorToWrite& tensor, const RandomCheckpointOptions& options, void* out) {
+    const bool is_scale = tensor.name.ends_with(kScaleSuffix);
+    const std::string weight_name =
+        is_scale ? tensor.name.substr(0, tensor.name.size() - kScaleSuffix.size()) + ".weight" : tensor.name;
+    const RandomInt8Options& int8 = *options.int8;
+    // The weight's shape: [out, in] (for a scale, recovered from the layout by name).
+    std::vector<TensorToWrite> layout = hf_checkpoint_layout(options.config, options.dtype);
+    auto weight =
+        std::find_if(layout.begin(), layout.end(), [&](const auto& t) { return t.name == weight_name; });
+    LMRUN_CHECK(weight != layout.end(), "no weight %s", weight_name.c_str());
+    const int64_t rows = weight->shape[0], cols = weight->shape[1];
+    std::vector<float> values(static_cast<size_t>(rows * cols));
+    std::vector<uint16_t> rounded(values.size() * 2);
+    fill_random(weight_name, options.dtype, rows * cols, options.seed, options.std, rounded.data());
+    convert_to_f32(rounded.data(), options.dtype, values.data(), values.size());
+    std::vector<float> scales(static_cast<size_t>(rows));
+    std::vector<int8_t> q(values.size());
+    if (int8.strategy == ScaleStrategy::Channel) {
+        for (int64_t r = 0; r < rows; ++r)
+            scales[r] = kernels::quantize_row_int8_reference(&values[r * cols], cols, &q[r * cols]);
+    } else {
+        const float scale = kernels::quantize_row_int8_reference(values.data(), rows * cols, q.data());
+        std::fill(scales.begin(), scales.end(), scale);
+    }
+    if (!is_scale) {
+        std::memcpy(out, q.data(), q.size());
+        return;
+    }
+    const int64_t count = tensor.shape.size() == 2 ? tensor.shape[0] : 1;
+    convert_from_f32(scales.data(), out, tensor.dtype, size_t(count));
+}
+
 // Writes `tensors` (with random data) to one safetensors file, reusing `buffer`.
 Status write_random_file(const std::string& path, const std::vector<TensorToWrite>& tensors,
                          const RandomCheckpointOptions& options, Tensor& buffer) {
@@ -73,7 +112,11 @@ Status write_random_file(const std::string& path, const std::vector<TensorToWrit
     for (const TensorToWrite& tensor : tensors) {
         size_t nbytes = tensor_nbytes(tensor.dtype, tensor.shape);
         int64_t numel = int64_t(nbytes / dtype_size_bytes(tensor.dtype));
-        fill_random(tensor.name, tensor.dtype, numel, options.seed, options.std, buffer.raw());
+        if (tensor.dtype == DType::I8 || tensor.name.ends_with(kScaleSuffix)) {
+            fill_int8(tensor, options, buffer.raw());
+        } else {
+            fill_random(tensor.name, tensor.dtype, numel, options.seed, options.std, buffer.raw());
+        }
         LMRUN_RETURN_IF_ERROR(writer.write_next(buffer.raw(), nbytes));
     }
     return writer.finish();
@@ -143,7 +186,8 @@ void add_layer_tensors(const ModelConfig& c, int64_t layer, DType dtype, std::ve
 
 }  // namespace
 
-std::vector<TensorToWrite> hf_checkpoint_layout(const ModelConfig& config, DType dtype) {
+std::vector<TensorToWrite> hf_checkpoint_layout(const ModelConfig& config, DType dtype,
+                                                const RandomInt8Options* int8) {
     std::vector<TensorToWrite> layout;
     layout.push_back({"model.embed_tokens.weight", dtype, {config.vocab_size, config.hidden_size}, nullptr});
     for (int64_t layer = 0; layer < config.num_hidden_layers; ++layer)
@@ -151,7 +195,25 @@ std::vector<TensorToWrite> hf_checkpoint_layout(const ModelConfig& config, DType
     layout.push_back({"model.norm.weight", dtype, {config.hidden_size}, nullptr});
     if (!config.tie_word_embeddings)
         layout.push_back({"lm_head.weight", dtype, {config.vocab_size, config.hidden_size}, nullptr});
-    return layout;
+    if (int8 == nullptr) return layout;
+    // Linear layers the int8 scheme covers: I8 weights, each followed by its scales.
+    CompressedTensorsConfig scheme{int8->strategy, {"Linear"}, int8->ignore};
+    std::vector<TensorToWrite> quantized;
+    for (TensorToWrite& tensor : layout) {
+        const bool linear = tensor.shape.size() == 2 && tensor.name.ends_with(".weight") &&
+                            tensor.name != "model.embed_tokens.weight";
+        const std::string layer = tensor.name.substr(0, tensor.name.size() - 7);
+        if (!linear || !scheme.quantizes(layer)) {
+            quantized.push_back(tensor);
+            continue;
+        }
+        quantized.push_back({tensor.name, DType::I8, tensor.shape, nullptr});
+        std::vector<int64_t> scale_shape = int8->strategy == ScaleStrategy::Channel
+                                               ? std::vector<int64_t>{tensor.shape[0], 1}
+                                               : std::vector<int64_t>{1};
+        quantized.push_back({layer + std::string(kScaleSuffix), int8->scale_dtype, scale_shape, nullptr});
+    }
+    return quantized;
 }
 
 Status write_random_checkpoint(const std::string& out_dir, const RandomCheckpointOptions& options) {
@@ -162,6 +224,10 @@ Status write_random_checkpoint(const std::string& out_dir, const RandomCheckpoin
     ModelConfig config = options.config;
     config.torch_dtype = options.dtype;
     nlohmann::json config_json = model_config_to_json(config);
+    if (options.int8) {
+        CompressedTensorsConfig scheme{options.int8->strategy, {"Linear"}, options.int8->ignore};
+        config_json["quantization_config"] = compressed_tensors_config_to_json(scheme);
+    }
     // The config must read back: this rejects zero sizes, bad head counts and the like.
     LMRUN_RETURN_IF_ERROR(parse_model_config(config_json, out_dir + " (random model config)"));
 
@@ -173,7 +239,8 @@ Status write_random_checkpoint(const std::string& out_dir, const RandomCheckpoin
     fs::remove(fs::path(out_dir) / "model.safetensors", error);
     fs::remove(fs::path(out_dir) / "model.safetensors.index.json", error);
 
-    std::vector<TensorToWrite> layout = hf_checkpoint_layout(config, options.dtype);
+    std::vector<TensorToWrite> layout =
+        hf_checkpoint_layout(config, options.dtype, options.int8 ? &*options.int8 : nullptr);
     size_t max_tensor_bytes = 0;
     for (const TensorToWrite& tensor : layout)
         max_tensor_bytes = std::max(max_tensor_bytes, tensor_nbytes(tensor.dtype, tensor.shape));

@@ -17,11 +17,12 @@ template <typename... Args>
 Error corrupt(const std::string& file_path, fmt::format_string<Args...> format, Args&&... args) {
     return with_subject(make_error(ErrorKind::Corrupt, format, std::forward<Args>(args)...), file_path);
 }
-constexpr std::string_view kSupportedDTypes = "F32, BF16, F16, I32, I64";
+constexpr std::string_view kSupportedDTypes = "F32, BF16, F16, I32, I64, I8, U8, F8_E4M3";
 
 // Only the safetensors spellings; torch names ("float32") are not valid here.
 std::optional<DType> parse_safetensors_dtype(std::string_view name) {
-    for (DType dtype : {DType::F32, DType::BF16, DType::F16, DType::I32, DType::I64})
+    for (DType dtype :
+         {DType::F32, DType::BF16, DType::F16, DType::I32, DType::I64, DType::I8, DType::U8, DType::F8E4M3})
         if (dtype_name(dtype) == name) return dtype;
     return std::nullopt;
 }

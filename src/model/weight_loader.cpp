@@ -47,8 +47,15 @@ class Destination {
         for (int64_t size : shape_) total *= size;
         return total;
     }
-    DType dtype() const { return tensor_ ? tensor_->dtype() : packed_->storage_dtype(); }
-    bool allocated() const { return packed_ || !tensor_->empty() || tensor_->numel() == 0; }
+    // Whether the rows must arrive as int8 (a quantized checkpoint's weight), else as a float type
+    // (converted, or quantized at load by an int8 builder).
+    bool takes_int8() const {
+        return tensor_ ? tensor_->dtype() == DType::I8 : packed_->row_source() == kernels::WeightRowSource::Int8;
+    }
+    // Float rows go to a builder, or to a tensor allocated in a float dtype.
+    bool takes_float() const {
+        return packed_ ? !takes_int8() : is_float(tensor_->dtype()) && (!tensor_->empty() || tensor_->numel() == 0);
+    }
 
     // Copies num_rows rows of num_cols elements (`src` rows `src_stride` bytes apart) to rows
     // [dst_row, ...); returns -1 or the index of the first row holding NaN or Inf once converted.
@@ -71,11 +78,23 @@ Status check_inputs(const TensorInfo& src, const Destination& dst, const Paralle
     if (parallel.tp_size < 1 || parallel.tp_rank < 0 || parallel.tp_rank >= parallel.tp_size)
         return make_error("{}: tensor '{}': invalid tensor-parallel rank {} of size {}", src.file_path,
                           src.name, parallel.tp_rank, parallel.tp_size);
+    // int8 weights of a quantized checkpoint load into int8 parameters, and only there.
+    if (dst.takes_int8() && src.dtype != DType::I8)
+        return make_error(ErrorKind::Corrupt,
+                          "{}: tensor '{}' has dtype {}, expected I8 (config.json's quantization_config "
+                          "says this layer is stored in int8)",
+                          src.file_path, src.name, dtype_name(src.dtype));
+    if (src.dtype == DType::I8 && !dst.takes_int8())
+        return make_error(ErrorKind::Unsupported,
+                          "{}: tensor '{}' is int8 but config.json declares no quantization for it (an int8 "
+                          "checkpoint needs a compressed-tensors quantization_config)",
+                          src.file_path, src.name);
+    if (src.dtype == DType::I8) return ok_status();
     if (!is_float(src.dtype))
         return make_error(ErrorKind::Unsupported,
                           "{}: tensor '{}' has dtype {}, expected a float type (F32, BF16, F16)",
                           src.file_path, src.name, dtype_name(src.dtype));
-    if (!is_float(dst.dtype()) || !dst.allocated())
+    if (!dst.takes_float())
         return make_error("{}: tensor '{}': destination must be an allocated F32/BF16/F16 tensor",
                           src.file_path, src.name);
     return ok_status();

@@ -30,6 +30,9 @@ struct ParallelConfig {
     int tp_rank = 0;
     int tp_size = 1;
     parallel::ProcessGroup* group = nullptr;
+    // Ranks (this one included) holding their shards in this machine's memory: the model's
+    // memory check counts this rank's shard that many times.
+    int ranks_sharing_memory = 1;
 };
 
 // Same shape on every rank (norm weights, q/k norms, ...).

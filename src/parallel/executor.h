@@ -23,6 +23,7 @@
 
 #include "core/result.h"
 #include "engine/model_runner.h"
+#include "model/quantization_config.h"
 #include "parallel/placement.h"
 
 namespace lmrun::parallel {
@@ -37,6 +38,7 @@ const char* executor_backend_name(ExecutorBackend backend);
 struct ExecutorConfig {
     std::string model_dir;
     DType dtype = DType::BF16;
+    WeightQuantization quantization;
     ModelRunnerConfig runner;
     int tensor_parallel_size = 1;
     ExecutorBackend backend = ExecutorBackend::Uni;

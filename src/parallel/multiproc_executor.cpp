@@ -51,6 +51,7 @@ Status MultiprocExecutor::start(const ExecutorConfig& config) {
     WorkerConfig worker_config;
     worker_config.model_dir = config.model_dir;
     worker_config.dtype = config.dtype;
+    worker_config.quantization = config.quantization;
     LMRUN_ASSIGN_OR_RETURN(worker_config.runner, resolve_runner_config(config.runner, model_config));
     worker_config.runner.ranks_sharing_memory = size;
     placements_ = plan_placement(size, config.threads_per_rank);

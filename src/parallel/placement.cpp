@@ -23,6 +23,7 @@ std::vector<NumaNodeCpus> cpus_by_node(const std::vector<int>& cpus) {
     std::map<int, std::vector<int>> groups;
     for (int cpu : cpus) groups[numa_usable() ? std::max(0, numa_node_of_cpu(cpu)) : -1].push_back(cpu);
     std::vector<NumaNodeCpus> nodes;
+    nodes.reserve(groups.size());
     for (auto& [node, members] : groups) nodes.push_back({node, std::move(members)});
     return nodes;
 }

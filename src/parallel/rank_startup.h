@@ -17,6 +17,7 @@ namespace lmrun::parallel {
 // Loads this rank's shard of the model and logs what it loaded (and, when `load_seconds` is
 // given, stores how long that took there).
 Result<std::unique_ptr<CausalLM>> load_rank_model(const std::string& model_dir, DType dtype,
+                                                  const WeightQuantization& quantization,
                                                   const ParallelConfig& parallel,
                                                   double* load_seconds = nullptr);
 

@@ -16,6 +16,8 @@ std::string to_json(const WorkerConfig& config) {
     nlohmann::json json = {
         {"model_dir", config.model_dir},
         {"dtype", dtype_name(config.dtype)},
+        {"int8_at_load", config.quantization.int8_at_load},
+        {"quantize_embeddings", config.quantization.quantize_embeddings},
         {"threads_per_rank", config.threads_per_rank},
         {"placements", placements},
         {"runner",
@@ -26,6 +28,7 @@ std::string to_json(const WorkerConfig& config) {
           {"kv_cache_memory_bytes", runner.kv_cache_memory_bytes},
           {"kv_cache_memory_fraction", runner.kv_cache_memory_fraction},
           {"use_decode_plans", runner.use_decode_plans},
+          {"kv_cache_dtype", runner.kv_cache_dtype},
           {"ranks_sharing_memory", runner.ranks_sharing_memory}}},
     };
     return json.dump();
@@ -40,6 +43,8 @@ Result<WorkerConfig> worker_config_from_json(std::string_view text) {
         config.model_dir = json.at("model_dir").get<std::string>();
         config.dtype =
             json.at("dtype").get<std::string>() == dtype_name(DType::F32) ? DType::F32 : DType::BF16;
+        config.quantization.int8_at_load = json.at("int8_at_load").get<bool>();
+        config.quantization.quantize_embeddings = json.at("quantize_embeddings").get<bool>();
         config.threads_per_rank = json.at("threads_per_rank").get<int>();
         for (const auto& item : json.at("placements")) {
             RankPlacement placement;
@@ -57,6 +62,7 @@ Result<WorkerConfig> worker_config_from_json(std::string_view text) {
         config.runner.kv_cache_memory_bytes = runner.at("kv_cache_memory_bytes").get<int64_t>();
         config.runner.kv_cache_memory_fraction = runner.at("kv_cache_memory_fraction").get<double>();
         config.runner.use_decode_plans = runner.at("use_decode_plans").get<bool>();
+        config.runner.kv_cache_dtype = runner.at("kv_cache_dtype").get<std::string>();
         config.runner.ranks_sharing_memory = runner.at("ranks_sharing_memory").get<int>();
     } catch (const nlohmann::json::exception& error) {
         return make_error(ErrorKind::Internal, "worker configuration from rank 0: {}", error.what());

@@ -1,5 +1,5 @@
 // What rank 0 tells every other rank at start-up (the first message of the group, as JSON:
-// sent once, so its format does not matter for speed): the model, the weight dtype, the
+// sent once, so its format does not matter for speed): the model, the weight dtype and quantization, the
 // runner's limits and, for the mp backend, where each rank runs.
 #pragma once
 
@@ -9,6 +9,7 @@
 #include "core/dtype.h"
 #include "core/result.h"
 #include "engine/model_runner.h"
+#include "model/quantization_config.h"
 #include "parallel/placement.h"
 
 namespace lmrun::parallel {
@@ -16,6 +17,7 @@ namespace lmrun::parallel {
 struct WorkerConfig {
     std::string model_dir;
     DType dtype = DType::BF16;
+    WeightQuantization quantization;        // --quantization int8: every rank quantizes its shard
     ModelRunnerConfig runner;               // resolved (max_model_len set)
     std::vector<RankPlacement> placements;  // by rank (mp); empty: each rank places itself (mpi)
     int threads_per_rank = 0;               // mpi: 0 = the node's CPUs / its ranks

@@ -268,6 +268,17 @@ void AsyncEngine::publish_gauges() {
     gauges.num_waiting_tokens = num_inbox_tokens;
     for (const auto& seq : scheduler.waiting()) gauges.num_waiting_tokens += seq->num_tokens();
     gauges.kv_capacity_tokens = block_manager.num_blocks() * block_manager.block_size();
+    if (const std::optional<KvOffloadStats> tier = engine_->kv_offload_stats()) {
+        gauges.kv_offload_enabled = true;
+        gauges.kv_offload_loaded_tokens = scheduler.num_loaded_tokens();
+        gauges.kv_offload_hits = tier->store.hits;
+        gauges.kv_offload_misses = tier->store.misses;
+        gauges.kv_offload_corrupt = tier->store.corrupt;
+        gauges.kv_offload_read_bytes = tier->store.bytes_read;
+        gauges.kv_offload_written_bytes = tier->store.bytes_written;
+        gauges.kv_offload_dropped = tier->blocks_dropped;
+        gauges.kv_offload_evictions = tier->store.evictions;
+    }
     metrics_.set_gauges(gauges);
 }
 

@@ -146,6 +146,25 @@ std::string ServerMetrics::render() const {
             gauges_.prefix_cache_queries);
     counter("vllm:prefix_cache_hits", "Prompt tokens found in the prefix cache.", gauges_.prefix_cache_hits);
     counter("vllm:num_preemptions", "Preempted sequences.", gauges_.num_preemptions);
+    if (gauges_.kv_offload_enabled) {
+        counter("lmrun:kv_offload_loaded_tokens",
+                "Prompt tokens loaded from --kv-offload-dir instead of computed.",
+                gauges_.kv_offload_loaded_tokens);
+        counter("lmrun:kv_offload_hits", "KV blocks read from --kv-offload-dir.", gauges_.kv_offload_hits);
+        counter("lmrun:kv_offload_misses", "KV block reads that found nothing usable.",
+                gauges_.kv_offload_misses);
+        counter("lmrun:kv_offload_corrupt",
+                "KV block files that failed their checks (deleted, counted as misses).",
+                gauges_.kv_offload_corrupt);
+        counter("lmrun:kv_offload_read_bytes", "Bytes read from --kv-offload-dir.",
+                gauges_.kv_offload_read_bytes);
+        counter("lmrun:kv_offload_written_bytes", "Bytes written to --kv-offload-dir.",
+                gauges_.kv_offload_written_bytes);
+        counter("lmrun:kv_offload_dropped", "Computed KV blocks not written because the writer was behind.",
+                gauges_.kv_offload_dropped);
+        counter("lmrun:kv_offload_evictions", "KV block files evicted to stay within --kv-offload-size.",
+                gauges_.kv_offload_evictions);
+    }
     counter("vllm:prompt_tokens", "Prompt tokens of admitted requests.", prompt_tokens_);
     counter("vllm:generation_tokens", "Generated tokens.", generation_tokens_);
     header(out, "vllm:request_success", "counter", "Finished completions by finish reason.");

@@ -48,6 +48,16 @@ struct EngineGauges {
     int64_t num_running_tokens = 0;
     int64_t num_waiting_tokens = 0;
     int64_t kv_capacity_tokens = 0;
+    // The KV tier below RAM (--kv-offload-dir); reported only when it is on.
+    bool kv_offload_enabled = false;
+    int64_t kv_offload_loaded_tokens = 0;  // prompt tokens loaded instead of computed
+    int64_t kv_offload_hits = 0;           // blocks
+    int64_t kv_offload_misses = 0;         // blocks (corrupt ones included)
+    int64_t kv_offload_corrupt = 0;        // blocks that failed their checksum (deleted)
+    int64_t kv_offload_read_bytes = 0;
+    int64_t kv_offload_written_bytes = 0;
+    int64_t kv_offload_dropped = 0;    // blocks not written: the writer was behind
+    int64_t kv_offload_evictions = 0;  // blocks evicted to keep the bound
 };
 
 class ServerMetrics {

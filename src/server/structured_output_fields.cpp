@@ -84,8 +84,9 @@ MaybeError read_structured_object(const Json& value, std::optional<RequestedCons
                                                    "_backend_was_auto"};
     std::optional<RequestedConstraint> found;
     for (auto it = value.begin(); it != value.end(); ++it) {
-        const std::string key = it.key();
-        const std::string name = field + "." + key;
+        const std::string& key = it.key();
+        std::string name = field;
+        name.append(".").append(key);
         if (it.value().is_null() || kIgnored.count(key)) continue;
         if (key == "json_object" && it.value() == Json(false)) continue;
         if (found)

@@ -328,7 +328,7 @@ class EbnfParser {
             ranges.push_back({first, last});
         }
         ++pos_;
-        return grammar_.char_class(std::move(ranges), negated);
+        return grammar_.char_class(ranges, negated);
     }
 
     std::string_view text_;

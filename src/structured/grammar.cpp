@@ -99,7 +99,7 @@ std::vector<CodepointRange> complement_ranges(const std::vector<CodepointRange>&
         next = range.last + 1;
     }
     if (next <= kMaxCodepoint) out.push_back({next, kMaxCodepoint});
-    return normalize_ranges(std::move(out));
+    return normalize_ranges(out);
 }
 
 ExprId Grammar::add(Expr expr) {
@@ -114,10 +114,10 @@ ExprId Grammar::literal(std::string_view utf8) {
     return add(std::move(expr));
 }
 
-ExprId Grammar::char_class(std::vector<CodepointRange> ranges, bool negated) {
+ExprId Grammar::char_class(const std::vector<CodepointRange>& ranges, bool negated) {
     Expr expr;
     expr.kind = ExprKind::CharClass;
-    expr.ranges = normalize_ranges(std::move(ranges));
+    expr.ranges = normalize_ranges(ranges);
     if (negated) expr.ranges = complement_ranges(expr.ranges);
     return add(std::move(expr));
 }

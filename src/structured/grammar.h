@@ -58,7 +58,7 @@ class Grammar {
     // Ranges may overlap and come in any order; `negated` takes the complement
     // over all code points. Surrogates (U+D800-U+DFFF) are never matched: they
     // have no UTF-8 encoding.
-    ExprId char_class(std::vector<CodepointRange> ranges, bool negated = false);
+    ExprId char_class(const std::vector<CodepointRange>& ranges, bool negated = false);
     ExprId any_char() { return char_class({}, /*negated=*/true); }
     ExprId ref(RuleId rule);
     ExprId sequence(std::vector<ExprId> items);

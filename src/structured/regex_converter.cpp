@@ -382,7 +382,7 @@ class RegexParser {
             }
         }
         ++pos_;  // ']'
-        Ranges normalized = normalize_ranges(std::move(ranges));
+        Ranges normalized = normalize_ranges(ranges);
         if (negated) normalized = complement_ranges(normalized);
         return chars(normalized);
     }

@@ -66,12 +66,12 @@ Result<std::shared_ptr<const TokenVocabulary>> TokenVocabulary::from_tokenizer(
         }
         bytes[size_t(id)] = token_text_bytes(tokenizer, id);
     }
-    return from_token_bytes(std::move(bytes), std::move(end_token_ids), std::move(excluded));
+    return from_token_bytes(std::move(bytes), std::move(end_token_ids), excluded);
 }
 
-std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_token_bytes(std::vector<std::string> bytes,
-                                                                         std::vector<int32_t> end_token_ids,
-                                                                         std::vector<int32_t> excluded) {
+std::shared_ptr<const TokenVocabulary> TokenVocabulary::from_token_bytes(
+    std::vector<std::string> bytes, std::vector<int32_t> end_token_ids,
+    const std::vector<int32_t>& excluded) {
     auto vocabulary = std::shared_ptr<TokenVocabulary>(new TokenVocabulary());
     vocabulary->token_bytes_ = std::move(bytes);
     const int32_t size = vocabulary->vocab_size();

@@ -40,7 +40,7 @@ class TokenVocabulary {
     // bytes[id] = the token's bytes; ids listed in `excluded` (and empty entries) are never allowed.
     static std::shared_ptr<const TokenVocabulary> from_token_bytes(std::vector<std::string> bytes,
                                                                    std::vector<int32_t> end_token_ids,
-                                                                   std::vector<int32_t> excluded = {});
+                                                                   const std::vector<int32_t>& excluded = {});
 
     int32_t vocab_size() const { return int32_t(token_bytes_.size()); }
     int32_t num_mask_words() const { return (vocab_size() + 31) / 32; }

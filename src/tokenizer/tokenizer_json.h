@@ -14,8 +14,8 @@
 
 namespace lmrun {
 
-// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's noexcept move calls its invariant check,
-// which clang-tidy takes for a throw.
+// nlohmann::json's noexcept move calls its invariant check, which clang-tidy takes for a throw.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct TokenizerJson {
     nlohmann::json spec;  // the file, with model.vocab / model.merges set to null
     BpeTables tables;

@@ -24,7 +24,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (DType dtype : {DType::F32, DType::BF16}) {
         const double bytes = model_memory_bytes(config.value(), dtype);
         fuzz::require(std::isfinite(bytes) && bytes > 0, "memory estimate is finite");
-        (void)check_model_fits_memory(config.value(), dtype, int64_t(1) << 34, "config.json");
+        ModelMemoryLayout layout{
+            .weight_dtype = dtype, .int8_qkv_layers = 1, .int8_lm_head = true, .tp_size = 2};
+        fuzz::require(std::isfinite(rank_model_memory_bytes(config.value(), layout)),
+                      "shard estimate is finite");
+        (void)check_model_fits_memory(config.value(), layout, int64_t(1) << 34, "config.json");
     }
     Result<ModelConfig> again = parse_model_config(model_config_to_json(config.value()), "round trip");
     fuzz::require(again.ok(), "model_config_to_json reads back");

@@ -22,7 +22,11 @@ file(GLOB_RECURSE LMRUN_FUZZ_TOKENIZER_SOURCES CONFIGURE_DEPENDS src/tokenizer/*
 list(APPEND LMRUN_FUZZ_SOURCES ${LMRUN_FUZZ_TOKENIZER_SOURCES}
      src/model/config.cpp src/model/config_limits.cpp src/model/safetensors.cpp src/model/safetensors_writer.cpp
      src/model/checkpoint.cpp src/engine/sampling_params.cpp
-     src/server/openai_request.cpp src/server/request_fields.cpp src/server/api_error.cpp)
+     src/server/openai_request.cpp src/server/request_fields.cpp src/server/api_error.cpp
+     src/server/tool_request.cpp src/server/structured_output_fields.cpp)
+# The request parser reads tools and structured outputs (schemas, grammars) into their params.
+file(GLOB LMRUN_FUZZ_STRUCTURED_SOURCES CONFIGURE_DEPENDS src/structured/*.cpp)
+list(APPEND LMRUN_FUZZ_SOURCES ${LMRUN_FUZZ_STRUCTURED_SOURCES})
 
 add_library(lmrun_fuzz_lib STATIC ${LMRUN_FUZZ_SOURCES})
 target_include_directories(lmrun_fuzz_lib PUBLIC src)

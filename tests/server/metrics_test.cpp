@@ -66,6 +66,26 @@ TEST(Metrics, RendersVllmNames) {
     EXPECT_TRUE(has_line(text, "# TYPE vllm:prompt_tokens counter"));
 }
 
+TEST(Metrics, KvOffloadCountersOnlyWhenTheTierIsOn) {
+    ServerMetrics metrics("m");
+    EngineGauges gauges;
+    metrics.set_gauges(gauges);
+    EXPECT_EQ(metrics.render().find("lmrun:kv_offload"), std::string::npos);
+    gauges.kv_offload_enabled = true;
+    gauges.kv_offload_loaded_tokens = 3840;
+    gauges.kv_offload_hits = 15;
+    gauges.kv_offload_corrupt = 1;
+    gauges.kv_offload_read_bytes = 123456;
+    metrics.set_gauges(gauges);
+    const std::string text = metrics.render();
+    const std::string l = "{model_name=\"m\"}";
+    EXPECT_TRUE(has_line(text, "lmrun:kv_offload_loaded_tokens_total" + l + " 3840")) << text;
+    EXPECT_TRUE(has_line(text, "lmrun:kv_offload_hits_total" + l + " 15"));
+    EXPECT_TRUE(has_line(text, "lmrun:kv_offload_corrupt_total" + l + " 1"));
+    EXPECT_TRUE(has_line(text, "lmrun:kv_offload_read_bytes_total" + l + " 123456"));
+    EXPECT_TRUE(has_line(text, "lmrun:kv_offload_misses_total" + l + " 0"));
+}
+
 TEST(Metrics, EscapesLabelValues) {
     EXPECT_EQ(escape_label_value("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     ServerMetrics metrics("we\"ird");

@@ -52,11 +52,23 @@ TEST(ServeCommand, BadNumericOptionsAreAOneLineUsageError) {
         {"--port 70000", "--port: 70000 is not an integer in [0, 65535]"},
         {"--kv-cache-memory -1", "--kv-cache-memory: -1 is not a finite number in [0, 1048576]"},
         {"--engine-seed -1", "--engine-seed: -1 is not an integer in [0, 18446744073709551615]"},
+        {"--kv-offload-size 0", "--kv-offload-size: 0 is not a finite number in [0.0001, 1048576]"},
+        {"--kv-offload-size nan", "--kv-offload-size: nan is not a finite number in [0.0001, 1048576]"},
     };
     for (const auto& [arguments, message] : cases) {
         CommandResult result = run_serve(arguments);
         EXPECT_EQ(result.exit_code, 1) << arguments << ": " << result.output;
         EXPECT_EQ(result.output, "lmrun: " + message + " (see --help)\n") << arguments;
+    }
+}
+
+TEST(ServeCommand, BadKvOffloadDirIsAUsageErrorNamingIt) {
+    // Checked when the engine starts (the directory is created if only its last part is missing).
+    const std::string dir = make_temp_dir("serve_bad_kv_offload_dir");
+    for (const std::string& bad : {dir + "/missing/parent", std::string("/proc/version")}) {
+        CommandResult result = run_serve("--kv-offload-dir " + bad);
+        EXPECT_EQ(result.exit_code, 1) << bad << ": " << result.output;
+        EXPECT_NE(result.output.find("--kv-offload-dir " + bad + ": "), std::string::npos) << result.output;
     }
 }
 

@@ -13,10 +13,7 @@ uint32_t decode_utf8(std::string_view text, size_t& pos) {
     const uint8_t lead = byte(pos);
     size_t length = 0;
     uint32_t cp = 0;
-    if (lead < 0x80) {
-        ++pos;
-        return lead;
-    } else if ((lead & 0xE0) == 0xC0) {
+    if ((lead & 0xE0) == 0xC0) {
         length = 2;
         cp = lead & 0x1F;
     } else if ((lead & 0xF0) == 0xE0) {
@@ -25,7 +22,7 @@ uint32_t decode_utf8(std::string_view text, size_t& pos) {
     } else if ((lead & 0xF8) == 0xF0) {
         length = 4;
         cp = lead & 0x07;
-    } else {
+    } else {  // ASCII, or a byte that cannot start a sequence: taken as itself
         ++pos;
         return lead;
     }

@@ -1,0 +1,111 @@
+// AVX2 int8 kernels (arithmetic in linear_int8.h): the per-row activation quantizer every int8
+// path uses, and the sign-trick micro-kernel: vpmaddubsw(|q_x|, q_w · sign(q_x)) gives int16
+// pair sums that cannot saturate (|q| ≤ 127), vpmaddwd with ones widens them to int32. With 16
+// ymm registers a call covers 32 outputs for up to 2 rows.
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "kernels/linear_int8.h"
+#include "kernels/linear_int8_driver.h"
+
+namespace lmrun::kernels {
+namespace {
+
+float row_abs_max(const float* x, int64_t count) {
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 max = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 8 <= count; k += 8) max = _mm256_max_ps(max, _mm256_and_ps(_mm256_loadu_ps(x + k), abs_mask));
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, max);
+    float result = 0.0f;
+    for (float lane : lanes) result = lane > result ? lane : result;
+    for (; k < count; ++k) result = std::fabs(x[k]) > result ? std::fabs(x[k]) : result;
+    return result;
+}
+
+// 8 floats → 8 int32 rounded to nearest even (MXCSR default, as nearbyintf), clamped to ±127.
+inline __m256i quantize8(const float* x, __m256 inverse) {
+    __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x), inverse));
+    return _mm256_max_epi32(_mm256_min_epi32(q, _mm256_set1_epi32(127)), _mm256_set1_epi32(-127));
+}
+
+struct Int8Avx2 {
+    static constexpr int64_t kCols = 32;
+    static constexpr int kMaxRows = 2;
+    static constexpr bool kUnsignedX = false;
+
+    template <int R>
+    static void run_rows(const int8_t* w, int64_t quads, const uint8_t* x, int64_t x_stride, int32_t* acc) {
+        __m256i sum[R][4];
+        for (int r = 0; r < R; ++r)
+            for (int j = 0; j < 4; ++j)
+                sum[r][j] =
+                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + r * kTileOutputs + 8 * j));
+        const __m256i ones = _mm256_set1_epi16(1);
+        for (int64_t p = 0; p < quads; ++p) {
+            __m256i x_signed[R], x_abs[R];
+            for (int r = 0; r < R; ++r) {
+                int32_t quad;
+                __builtin_memcpy(&quad, x + r * x_stride + 4 * p, 4);
+                x_signed[r] = _mm256_set1_epi32(quad);
+                x_abs[r] = _mm256_sign_epi8(x_signed[r], x_signed[r]);
+            }
+            const int8_t* wp = w + p * kInt8QuadBytes;
+            for (int j = 0; j < 4; ++j) {
+                const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + 32 * j));
+                for (int r = 0; r < R; ++r) {
+                    const __m256i pairs = _mm256_maddubs_epi16(x_abs[r], _mm256_sign_epi8(wv, x_signed[r]));
+                    sum[r][j] = _mm256_add_epi32(sum[r][j], _mm256_madd_epi16(pairs, ones));
+                }
+            }
+        }
+        for (int r = 0; r < R; ++r)
+            for (int j = 0; j < 4; ++j)
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + r * kTileOutputs + 8 * j), sum[r][j]);
+    }
+
+    static void run(int rows, const int8_t* w, int64_t quads, const uint8_t* x, int64_t x_stride,
+                    int32_t* acc) {
+        if (rows == 1) return run_rows<1>(w, quads, x, x_stride, acc);
+        run_rows<2>(w, quads, x, x_stride, acc);
+    }
+};
+
+}  // namespace
+
+void quantize_rows_int8(const float* x, int64_t num_rows, int64_t in_features, int64_t padded_in,
+                        bool unsigned_offset, uint8_t* out, float* row_scales) {
+    const uint8_t offset = unsigned_offset ? 0x80 : 0x00;  // q + 128 as a byte is q ^ 0x80
+    const __m256i offset_bytes = _mm256_set1_epi8(char(offset));
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t r = 0; r < num_rows; ++r) {
+        const float* src = x + r * in_features;
+        uint8_t* dst = out + r * padded_in;
+        const float amax = row_abs_max(src, in_features);
+        const float inverse = amax > 0.0f ? 127.0f / amax : 0.0f;
+        row_scales[r] = amax / 127.0f;
+        const __m256 inv = _mm256_set1_ps(inverse);
+        int64_t k = 0;
+        for (; k + 32 <= in_features; k += 32) {
+            // packs work within 128-bit lanes; the permute puts the 32 bytes back in k order.
+            __m256i ab = _mm256_packs_epi32(quantize8(src + k, inv), quantize8(src + k + 8, inv));
+            __m256i cd = _mm256_packs_epi32(quantize8(src + k + 16, inv), quantize8(src + k + 24, inv));
+            __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(ab, cd), order);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + k), _mm256_xor_si256(bytes, offset_bytes));
+        }
+        for (; k < in_features; ++k) {
+            float q = std::nearbyint(src[k] * inverse);
+            q = q > 127.0f ? 127.0f : q < -127.0f ? -127.0f : q;
+            dst[k] = uint8_t(int8_t(q)) ^ offset;
+        }
+        for (; k < padded_in; ++k) dst[k] = offset;
+    }
+}
+
+void linear_int8_avx2(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y) {
+    int8_driver<Int8Avx2>(x, num_rows, w, bias, y);
+}
+
+}  // namespace lmrun::kernels

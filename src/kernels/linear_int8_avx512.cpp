@@ -1,0 +1,133 @@
+// AVX-512 int8 micro-kernels (arithmetic in linear_int8.h), in the loop nest of
+// linear_int8_driver.h:
+//  - VNNI: vpdpbusd(acc, q_x + 128, q_w) sums four byte products into each int32 lane, one
+//    instruction per 64 multiply-adds; compensation removes the +128. Up to 6 rows × 64 outputs
+//    (24 accumulators) per call, so each weight vector loaded feeds 6 instructions.
+//  - AVX-512BW without VNNI: the AVX2 sign trick on 64-byte vectors (AVX-512 has no vpsignb:
+//    a masked subtract negates the weight bytes where x is negative).
+// GCC 12 reports _mm512_undefined_ps() inside its own intrinsics as maybe-uninitialized.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <immintrin.h>
+
+#include "kernels/linear_int8.h"
+#include "kernels/linear_int8_driver.h"
+
+namespace lmrun::kernels {
+namespace {
+
+inline __m512i broadcast_quad(const uint8_t* x) {
+    int32_t quad;
+    __builtin_memcpy(&quad, x, 4);
+    return _mm512_set1_epi32(quad);
+}
+
+inline __m512i* acc_vec(int32_t* acc, int r, int j) {
+    return reinterpret_cast<__m512i*>(acc + r * kTileOutputs + 16 * j);
+}
+
+struct Int8Vnni {
+    static constexpr int64_t kCols = 64;
+    static constexpr int kMaxRows = 6;
+    static constexpr bool kUnsignedX = true;
+
+    template <int R>
+    static void run_rows(const int8_t* w, int64_t quads, const uint8_t* x, int64_t x_stride, int32_t* acc) {
+        __m512i sum[R][4];
+        for (int r = 0; r < R; ++r)
+            for (int j = 0; j < 4; ++j) sum[r][j] = _mm512_loadu_si512(acc_vec(acc, r, j));
+        for (int64_t p = 0; p < quads; ++p) {
+            const int8_t* wp = w + p * kInt8QuadBytes;
+            __m512i wv[4];
+            for (int j = 0; j < 4; ++j) wv[j] = _mm512_loadu_si512(wp + 64 * j);
+            for (int r = 0; r < R; ++r) {
+                const __m512i xr = broadcast_quad(x + r * x_stride + 4 * p);
+                for (int j = 0; j < 4; ++j) sum[r][j] = _mm512_dpbusd_epi32(sum[r][j], xr, wv[j]);
+            }
+        }
+        for (int r = 0; r < R; ++r)
+            for (int j = 0; j < 4; ++j) _mm512_storeu_si512(acc_vec(acc, r, j), sum[r][j]);
+    }
+
+    static void run(int rows, const int8_t* w, int64_t quads, const uint8_t* x, int64_t x_stride,
+                    int32_t* acc) {
+        switch (rows) {
+            case 1:
+                return run_rows<1>(w, quads, x, x_stride, acc);
+            case 2:
+                return run_rows<2>(w, quads, x, x_stride, acc);
+            case 3:
+                return run_rows<3>(w, quads, x, x_stride, acc);
+            case 4:
+                return run_rows<4>(w, quads, x, x_stride, acc);
+            case 5:
+                return run_rows<5>(w, quads, x, x_stride, acc);
+            default:
+                return run_rows<6>(w, quads, x, x_stride, acc);
+        }
+    }
+};
+
+struct Int8Avx512 {
+    static constexpr int64_t kCols = 64;
+    static constexpr int kMaxRows = 4;
+    static constexpr bool kUnsignedX = false;
+
+    template <int R>
+    static void run_rows(const int8_t* w, int64_t quads, const uint8_t* x, int64_t x_stride, int32_t* acc) {
+        __m512i sum[R][4];
+        for (int r = 0; r < R; ++r)
+            for (int j = 0; j < 4; ++j) sum[r][j] = _mm512_loadu_si512(acc_vec(acc, r, j));
+        const __m512i ones = _mm512_set1_epi16(1);
+        const __m512i zero = _mm512_setzero_si512();
+        for (int64_t p = 0; p < quads; ++p) {
+            __m512i x_abs[R];
+            __mmask64 negative[R];
+            for (int r = 0; r < R; ++r) {
+                const __m512i xs = broadcast_quad(x + r * x_stride + 4 * p);
+                negative[r] = _mm512_movepi8_mask(xs);
+                x_abs[r] = _mm512_abs_epi8(xs);
+            }
+            const int8_t* wp = w + p * kInt8QuadBytes;
+            for (int j = 0; j < 4; ++j) {
+                const __m512i wv = _mm512_loadu_si512(wp + 64 * j);
+                for (int r = 0; r < R; ++r) {
+                    const __m512i signed_w = _mm512_mask_sub_epi8(wv, negative[r], zero, wv);
+                    const __m512i pairs = _mm512_maddubs_epi16(x_abs[r], signed_w);
+                    sum[r][j] = _mm512_add_epi32(sum[r][j], _mm512_madd_epi16(pairs, ones));
+                }
+            }
+        }
+        for (int r = 0; r < R; ++r)
+            for (int j = 0; j < 4; ++j) _mm512_storeu_si512(acc_vec(acc, r, j), sum[r][j]);
+    }
+
+    static void run(int rows, const int8_t* w, int64_t quads, const uint8_t* x, int64_t x_stride,
+                    int32_t* acc) {
+        switch (rows) {
+            case 1:
+                return run_rows<1>(w, quads, x, x_stride, acc);
+            case 2:
+                return run_rows<2>(w, quads, x, x_stride, acc);
+            case 3:
+                return run_rows<3>(w, quads, x, x_stride, acc);
+            default:
+                return run_rows<4>(w, quads, x, x_stride, acc);
+        }
+    }
+};
+
+}  // namespace
+
+void linear_int8_vnni(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y) {
+    int8_driver<Int8Vnni>(x, num_rows, w, bias, y);
+}
+
+void linear_int8_avx512(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias,
+                        float* y) {
+    int8_driver<Int8Avx512>(x, num_rows, w, bias, y);
+}
+
+}  // namespace lmrun::kernels
