@@ -235,9 +235,11 @@ int64_t LinearWeightBuilder::pack_rows(int64_t first_row, const WeightRows& rows
             int64_t bad = -1;
             if (storage_dtype_ == DType::I8) {
                 if (rows.dtype == DType::I8) {
-                    copy_int8_rows(src, src_stride, count, in_features_, tile_row + lane_begin, state, converted);
+                    copy_int8_rows(src, src_stride, count, in_features_, tile_row + lane_begin, state,
+                                   converted);
                 } else {
-                    bad = quantize_rows(src, rows, count, in_features_, tile_row + lane_begin, state, converted);
+                    bad = quantize_rows(src, rows, count, in_features_, tile_row + lane_begin, state,
+                                        converted);
                 }
                 src = converted.data();
                 src_stride = size_t(in_features_);
@@ -249,7 +251,8 @@ int64_t LinearWeightBuilder::pack_rows(int64_t first_row, const WeightRows& rows
                 // Reading each row once in order also brings the tile's rows into cache for the
                 // transposing reads below.
                 for (int64_t i = 0; i < count && bad < 0; ++i)
-                    if (has_non_finite(src + size_t(i) * src_stride, storage_dtype_, size_t(in_features_))) bad = i;
+                    if (has_non_finite(src + size_t(i) * src_stride, storage_dtype_, size_t(in_features_)))
+                        bad = i;
             }
             if (bad >= 0) lower_to(first_bad_row, src_row + bad);
             unsigned char* tile = buffer + size_t(t) * tile_bytes;
@@ -262,7 +265,8 @@ int64_t LinearWeightBuilder::pack_rows(int64_t first_row, const WeightRows& rows
 
 void LinearWeightBuilder::set_scales(int64_t first_row, const float* scales, int64_t count) {
     LMRUN_CHECK(row_source_ == WeightRowSource::Int8, "only int8 rows take their scales separately");
-    LMRUN_CHECK(first_row >= 0 && count >= 0 && first_row + count <= out_features_, "scales outside the weight");
+    LMRUN_CHECK(first_row >= 0 && count >= 0 && first_row + count <= out_features_,
+                "scales outside the weight");
     if (count == 0) return;
     allocate();
     std::copy_n(scales, count, state_->scales.begin() + first_row);

@@ -24,10 +24,10 @@ void LinearBase::forward(const float* x, int64_t num_rows, float* y, LinearPath 
 void LinearBase::set_quantization(LinearQuant quant) {
     quant_ = quant;
     if (quant == LinearQuant::None) return;
-    weight_builder_ = kernels::LinearWeightBuilder(out_features_, in_features_, DType::I8,
-                                                   quant == LinearQuant::Int8Checkpoint
-                                                       ? kernels::WeightRowSource::Int8
-                                                       : kernels::WeightRowSource::Float);
+    weight_builder_ =
+        kernels::LinearWeightBuilder(out_features_, in_features_, DType::I8,
+                                     quant == LinearQuant::Int8Checkpoint ? kernels::WeightRowSource::Int8
+                                                                          : kernels::WeightRowSource::Float);
     if (quant == LinearQuant::Int8Checkpoint) staged_scale_ = Tensor::zeros(DType::F32, {out_features_, 1});
 }
 

@@ -53,9 +53,10 @@ void ParallelLMHead::set_quantization(LinearQuant quant) {
     quant_ = quant;
     if (quant == LinearQuant::None) return;
     const int64_t rows = weight_builder_.out_features();
-    weight_builder_ = kernels::LinearWeightBuilder(
-        rows, weight_builder_.in_features(), DType::I8,
-        quant == LinearQuant::Int8Checkpoint ? kernels::WeightRowSource::Int8 : kernels::WeightRowSource::Float);
+    weight_builder_ =
+        kernels::LinearWeightBuilder(rows, weight_builder_.in_features(), DType::I8,
+                                     quant == LinearQuant::Int8Checkpoint ? kernels::WeightRowSource::Int8
+                                                                          : kernels::WeightRowSource::Float);
     if (quant == LinearQuant::Int8Checkpoint) staged_scale_ = Tensor::zeros(DType::F32, {rows, 1});
 }
 

@@ -50,11 +50,13 @@ class Destination {
     // Whether the rows must arrive as int8 (a quantized checkpoint's weight), else as a float type
     // (converted, or quantized at load by an int8 builder).
     bool takes_int8() const {
-        return tensor_ ? tensor_->dtype() == DType::I8 : packed_->row_source() == kernels::WeightRowSource::Int8;
+        return tensor_ ? tensor_->dtype() == DType::I8
+                       : packed_->row_source() == kernels::WeightRowSource::Int8;
     }
     // Float rows go to a builder, or to a tensor allocated in a float dtype.
     bool takes_float() const {
-        return packed_ ? !takes_int8() : is_float(tensor_->dtype()) && (!tensor_->empty() || tensor_->numel() == 0);
+        return packed_ ? !takes_int8()
+                       : is_float(tensor_->dtype()) && (!tensor_->empty() || tensor_->numel() == 0);
     }
 
     // Copies num_rows rows of num_cols elements (`src` rows `src_stride` bytes apart) to rows
