@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Router benchmark (issue 14): the same multi-turn, shared-prefix workload through
-# `lmrun router` over 2 workers, once per policy, fresh workers each time (empty caches).
+# `lmrun router` over $WORKERS workers (default 2; worker i pinned to core i mod nproc), once per policy, fresh workers each time (empty caches).
 # Prints bench_serve's report per policy and writes JSON to $OUT/POLICY.json.
-#   scripts/bench_router.sh [SHAPE=8x32x4] ; env: MODEL, TOKENIZER, KV_GIB, BLOCK, SYS_LEN,
+#   scripts/bench_router.sh [SHAPE=8x32x4] ; env: WORKERS, MODEL, TOKENIZER, KV_GIB, BLOCK, SYS_LEN,
 #   TURN_LEN, OUT_LEN, CONCURRENCY, POLICIES, OUT
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHAPE=${1:-8x32x4}
+WORKERS=${WORKERS:-2}
 MODEL=${MODEL:-../shared/testdata/qwen3-tiny}
 TOKENIZER=${TOKENIZER:-../shared/testdata/qwen3-tokenizer}
 KV_GIB=${KV_GIB:-0.0117}
@@ -23,13 +24,15 @@ cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
 trap cleanup EXIT
 for policy in $POLICIES; do
     pids=()
-    for i in 0 1; do
-        taskset -c "$i" build/lmrun serve --model "$MODEL" --tokenizer "$TOKENIZER" --port $((18300 + i)) \
+    worker_urls=()
+    for ((i = 0; i < WORKERS; i++)); do
+        taskset -c "$((i % $(nproc)))" build/lmrun serve --model "$MODEL" --tokenizer "$TOKENIZER" --port $((18300 + i)) \
             --threads 1 --block-size "$BLOCK" --kv-cache-memory "$KV_GIB" 2> "$OUT/worker$i.log" &
         pids+=($!)
+        worker_urls+=(--worker "http://127.0.0.1:$((18300 + i))")
     done
     sleep 3
-    build/lmrun router --worker http://127.0.0.1:18300 --worker http://127.0.0.1:18301 --port 18310 \
+    build/lmrun router "${worker_urls[@]}" --port 18310 \
         --policy "$policy" 2> "$OUT/router_$policy.log" &
     pids+=($!)
     sleep 2

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz, clang-16 with ASan + UBSan, in build-fuzz) and
-# runs each for a fixed time, one after the other, then prints per target the corpus size,
+# runs each for a fixed time, as many at once as there are cores, then prints per target the corpus size,
 # executions per second and crashes found.
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (default 600 s, every target)
 #        scripts/fuzz.sh 60                                  (what scripts/test.sh runs in CI)
@@ -35,24 +35,26 @@ if [ ! -f "$build/fuzz-seeds/.written" ] || [ "$build/make_fuzz_seeds" -nt "$bui
     touch "$build/fuzz-seeds/.written"
 fi
 
-summary=()
-failed=0
-for target in "${targets[@]}"; do
-    corpus="$build/fuzz-corpus/$target"
-    crashes="$build/fuzz-crashes/$target"
-    log="$build/fuzz-$target.log"
+# One target: its summary line goes to $build/fuzz-$target.summary, and a failure leaves
+# $build/fuzz-$target.failed (targets run side by side, so they report through files).
+fuzz_one() {
+    local target=$1
+    local corpus="$build/fuzz-corpus/$target"
+    local crashes="$build/fuzz-crashes/$target"
+    local log="$build/fuzz-$target.log"
+    rm -f "$build/fuzz-$target.failed"
     mkdir -p "$corpus" "$crashes"
-    inputs=("$corpus" "$build/fuzz-seeds/$target")
+    local inputs=("$corpus" "$build/fuzz-seeds/$target")
     [ -d "tests/fuzz/seeds/$target" ] && inputs+=("tests/fuzz/seeds/$target")
-    options=()
+    local options=()
     [ -f "tests/fuzz/$target.dict" ] && options+=("-dict=tests/fuzz/$target.dict")
     echo "fuzz: $target for ${seconds}s"
     # -timeout: one input running 25 s is a hang; -rss_limit_mb: and 2 GB is a memory bomb.
-    set +e
+    local status=0
     nice "$build/$target" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 \
-        -print_final_stats=1 -artifact_prefix="$crashes/" "${options[@]}" "${inputs[@]}" >"$log" 2>&1
-    status=$?
-    set -e
+        -print_final_stats=1 -artifact_prefix="$crashes/" "${options[@]}" "${inputs[@]}" >"$log" 2>&1 ||
+        status=$?
+    local execs rate files bytes found slow
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{print $2}' | tail -1)
     rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | awk '{print $2}' | tail -1)
     files=$(find "$corpus" -type f | wc -l)
@@ -63,14 +65,33 @@ for target in "${targets[@]}"; do
     slow=$(find "$crashes" -type f -name 'slow-unit-*' | wc -l)
     if [ "$slow" -ne 0 ]; then echo "fuzz: $target: $slow slow inputs (> 10 s wall) in $crashes"; fi
     if [ "$status" -ne 0 ] || [ "$found" -ne 0 ]; then
-        failed=1
+        touch "$build/fuzz-$target.failed"
         echo "fuzz: $target FAILED (exit $status, $found crashing inputs in $crashes); log: $log"
         grep -m 20 -E 'ERROR|SUMMARY|property violated|Test unit written' "$log" || true
     fi
-    summary+=("$(printf '%-18s %8s files %10s bytes %12s execs %8s exec/s %4s crashes' \
-        "$target" "$files" "$bytes" "${execs:-?}" "${rate:-?}" "$found")")
-done
+    printf '%-18s %8s files %10s bytes %12s execs %8s exec/s %4s crashes\n' \
+        "$target" "$files" "$bytes" "${execs:-?}" "${rate:-?}" "$found" >"$build/fuzz-$target.summary"
+}
 
+# libFuzzer runs one process on one core: as many targets at once as there are cores.
+jobs=$(nproc)
+running=0
+for target in "${targets[@]}"; do
+    fuzz_one "$target" &
+    running=$((running + 1))
+    if ((running >= jobs)); then
+        wait -n || true
+        running=$((running - 1))
+    fi
+done
+wait
+
+failed=0
+summary=()
+for target in "${targets[@]}"; do
+    summary+=("$(cat "$build/fuzz-$target.summary" 2>/dev/null || echo "$target: no summary")")
+    [ -f "$build/fuzz-$target.failed" ] && failed=1
+done
 echo
 echo "fuzz summary (${seconds}s per target):"
 printf '  %s\n' "${summary[@]}"

@@ -31,6 +31,13 @@ EngineConfig stories_config() {
     return config;
 }
 
+EngineConfig stories_config_on_ranks(int tensor_parallel_size, const std::string& backend) {
+    EngineConfig config = stories_config();
+    config.tensor_parallel_size = tensor_parallel_size;
+    config.distributed_executor_backend = backend;
+    return config;
+}
+
 SamplingParams greedy_params(const Golden& golden) {
     SamplingParams params;
     params.temperature = 0;

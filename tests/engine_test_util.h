@@ -23,6 +23,8 @@ struct Golden {
 std::vector<Golden> stories_goldens();
 // stories260k in F32, 8 sequences, 512-token steps and context, blocks of 16, 32 MiB of KV.
 EngineConfig stories_config();
+// stories_config() split over tensor_parallel_size ranks on the given executor backend.
+EngineConfig stories_config_on_ranks(int tensor_parallel_size, const std::string& backend = "mp");
 // llama2.c's convention: BOS (1) ends a story; every other case ends at its golden length.
 SamplingParams greedy_params(const Golden& golden);
 // Golden ids, without the BOS that ended bos_only_full.

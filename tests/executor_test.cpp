@@ -182,10 +182,8 @@ TEST_P(TensorParallel, Qwen2TinyGoldensBatched) {
 }
 
 EngineConfig tensor_parallel_stories_config(const Launch& launch) {
-    EngineConfig config = stories_config();
-    config.tensor_parallel_size = launch.tensor_parallel_size;
-    config.distributed_executor_backend = parallel::executor_backend_name(launch.backend);
-    return config;
+    return stories_config_on_ranks(launch.tensor_parallel_size,
+                                   parallel::executor_backend_name(launch.backend));
 }
 
 TEST_P(TensorParallel, EngineContinuousBatchingWithStaggeredArrivals) {

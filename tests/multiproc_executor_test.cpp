@@ -128,10 +128,7 @@ TEST(MultiprocExecutor, ACorruptShardOnOneRankFailsTheStartNamingTheRank) {
 }
 
 TEST(MultiprocExecutor, AWorkerKilledDuringGenerationFailsEveryRequestInFlight) {
-    EngineConfig config = stories_config();
-    config.tensor_parallel_size = 2;
-    config.distributed_executor_backend = "mp";
-    auto engine = make_engine(config);
+    auto engine = make_engine(stories_config_on_ranks(2));
     SamplingParams params;
     params.max_tokens = 400;
     params.ignore_eos = true;
@@ -163,10 +160,7 @@ TEST(MultiprocExecutor, AWorkerKilledDuringGenerationFailsEveryRequestInFlight) 
 // A shutdown after real steps: every worker exits by itself with status 0 and is reaped (no
 // process left), and the executor refuses further steps instead of touching freed ranks.
 TEST(MultiprocExecutor, ShutdownStopsEveryWorkerCleanly) {
-    EngineConfig config = stories_config();
-    config.tensor_parallel_size = 4;
-    config.distributed_executor_backend = "mp";
-    auto engine = make_engine(config);
+    auto engine = make_engine(stories_config_on_ranks(4));
     SamplingParams params;
     params.max_tokens = 8;
     ASSERT_TRUE(engine->add_request("r", {1, 403, 407}, params).ok());

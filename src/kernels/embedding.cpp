@@ -44,8 +44,10 @@ void embedding_lookup_packed(const int32_t* token_ids, int64_t num_tokens, const
             if (table.dtype == DType::I8) {
                 const int8_t* quads = static_cast<const int8_t*>(table.data) + lane_offset;
                 const float scale = table.scales[id];
-                for (int64_t k = 0; k < dim; ++k)
-                    row[k] = float(quads[(k / 4) * kTileOutputs * 4 + (k % 4)]) * scale;
+                for (int64_t k = 0; k < dim; ++k) {
+                    const int64_t quad_byte = (k / 4) * kTileOutputs * 4 + (k % 4);
+                    row[k] = float(quads[quad_byte]) * scale;
+                }
             } else if (table.dtype == DType::BF16) {
                 const uint16_t* pairs = static_cast<const uint16_t*>(table.data) + lane_offset;
                 for (int64_t k = 0; k < dim; ++k)

@@ -110,8 +110,8 @@ void tile_rows32(const uint16_t* tile, int64_t num_pairs, const uint16_t* x, int
     // c_buffer: [32 rows][32 outputs]
     _tile_stored(0, c_buffer, 128);
     _tile_stored(1, c_buffer + 16, 128);
-    _tile_stored(2, c_buffer + 16 * 32, 128);
-    _tile_stored(3, c_buffer + 16 * 32 + 16, 128);
+    _tile_stored(2, c_buffer + std::ptrdiff_t{16} * 32, 128);
+    _tile_stored(3, c_buffer + std::ptrdiff_t{16} * 32 + 16, 128);
 }
 
 // Rows [row_begin, row_end) of x (already in BF16) against weight tiles [tile_begin, tile_end).

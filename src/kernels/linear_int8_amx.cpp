@@ -74,8 +74,8 @@ void tile_rows32(const int8_t* tile, int64_t quads, const uint8_t* x, int64_t x_
     int32_t* out = c + 32 * h;
     _tile_stored(0, out, 256);
     _tile_stored(1, out + 16, 256);
-    _tile_stored(2, out + 16 * 64, 256);
-    _tile_stored(3, out + 16 * 64 + 16, 256);
+    _tile_stored(2, out + std::ptrdiff_t{16} * 64, 256);
+    _tile_stored(3, out + std::ptrdiff_t{16} * 64 + 16, 256);
 }
 
 void gemm_tiles(const uint8_t* xq, const float* x_scales, int64_t row_begin, int64_t row_end,

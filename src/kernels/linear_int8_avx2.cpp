@@ -40,7 +40,7 @@ struct Int8Avx2 {
     static void run_rows(const int8_t* w, int64_t quads, const uint8_t* x, int64_t x_stride, int32_t* acc) {
         __m256i sum[R][4];
         for (int r = 0; r < R; ++r)
-            for (int j = 0; j < 4; ++j)
+            for (int64_t j = 0; j < 4; ++j)
                 sum[r][j] =
                     _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + r * kTileOutputs + 8 * j));
         const __m256i ones = _mm256_set1_epi16(1);
@@ -53,7 +53,7 @@ struct Int8Avx2 {
                 x_abs[r] = _mm256_sign_epi8(x_signed[r], x_signed[r]);
             }
             const int8_t* wp = w + p * kInt8QuadBytes;
-            for (int j = 0; j < 4; ++j) {
+            for (int64_t j = 0; j < 4; ++j) {
                 const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + 32 * j));
                 for (int r = 0; r < R; ++r) {
                     const __m256i pairs = _mm256_maddubs_epi16(x_abs[r], _mm256_sign_epi8(wv, x_signed[r]));
@@ -62,7 +62,7 @@ struct Int8Avx2 {
             }
         }
         for (int r = 0; r < R; ++r)
-            for (int j = 0; j < 4; ++j)
+            for (int64_t j = 0; j < 4; ++j)
                 _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + r * kTileOutputs + 8 * j), sum[r][j]);
     }
 

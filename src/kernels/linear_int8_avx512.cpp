@@ -24,7 +24,7 @@ inline __m512i broadcast_quad(const uint8_t* x) {
     return _mm512_set1_epi32(quad);
 }
 
-inline __m512i* acc_vec(int32_t* acc, int r, int j) {
+inline __m512i* acc_vec(int32_t* acc, int64_t r, int64_t j) {
     return reinterpret_cast<__m512i*>(acc + r * kTileOutputs + 16 * j);
 }
 
@@ -37,18 +37,18 @@ struct Int8Vnni {
     static void run_rows(const int8_t* w, int64_t quads, const uint8_t* x, int64_t x_stride, int32_t* acc) {
         __m512i sum[R][4];
         for (int r = 0; r < R; ++r)
-            for (int j = 0; j < 4; ++j) sum[r][j] = _mm512_loadu_si512(acc_vec(acc, r, j));
+            for (int64_t j = 0; j < 4; ++j) sum[r][j] = _mm512_loadu_si512(acc_vec(acc, r, j));
         for (int64_t p = 0; p < quads; ++p) {
             const int8_t* wp = w + p * kInt8QuadBytes;
             __m512i wv[4];
-            for (int j = 0; j < 4; ++j) wv[j] = _mm512_loadu_si512(wp + 64 * j);
+            for (int64_t j = 0; j < 4; ++j) wv[j] = _mm512_loadu_si512(wp + 64 * j);
             for (int r = 0; r < R; ++r) {
                 const __m512i xr = broadcast_quad(x + r * x_stride + 4 * p);
-                for (int j = 0; j < 4; ++j) sum[r][j] = _mm512_dpbusd_epi32(sum[r][j], xr, wv[j]);
+                for (int64_t j = 0; j < 4; ++j) sum[r][j] = _mm512_dpbusd_epi32(sum[r][j], xr, wv[j]);
             }
         }
         for (int r = 0; r < R; ++r)
-            for (int j = 0; j < 4; ++j) _mm512_storeu_si512(acc_vec(acc, r, j), sum[r][j]);
+            for (int64_t j = 0; j < 4; ++j) _mm512_storeu_si512(acc_vec(acc, r, j), sum[r][j]);
     }
 
     static void run(int rows, const int8_t* w, int64_t quads, const uint8_t* x, int64_t x_stride,
@@ -79,7 +79,7 @@ struct Int8Avx512 {
     static void run_rows(const int8_t* w, int64_t quads, const uint8_t* x, int64_t x_stride, int32_t* acc) {
         __m512i sum[R][4];
         for (int r = 0; r < R; ++r)
-            for (int j = 0; j < 4; ++j) sum[r][j] = _mm512_loadu_si512(acc_vec(acc, r, j));
+            for (int64_t j = 0; j < 4; ++j) sum[r][j] = _mm512_loadu_si512(acc_vec(acc, r, j));
         const __m512i ones = _mm512_set1_epi16(1);
         const __m512i zero = _mm512_setzero_si512();
         for (int64_t p = 0; p < quads; ++p) {
@@ -91,7 +91,7 @@ struct Int8Avx512 {
                 x_abs[r] = _mm512_abs_epi8(xs);
             }
             const int8_t* wp = w + p * kInt8QuadBytes;
-            for (int j = 0; j < 4; ++j) {
+            for (int64_t j = 0; j < 4; ++j) {
                 const __m512i wv = _mm512_loadu_si512(wp + 64 * j);
                 for (int r = 0; r < R; ++r) {
                     const __m512i signed_w = _mm512_mask_sub_epi8(wv, negative[r], zero, wv);
@@ -101,7 +101,7 @@ struct Int8Avx512 {
             }
         }
         for (int r = 0; r < R; ++r)
-            for (int j = 0; j < 4; ++j) _mm512_storeu_si512(acc_vec(acc, r, j), sum[r][j]);
+            for (int64_t j = 0; j < 4; ++j) _mm512_storeu_si512(acc_vec(acc, r, j), sum[r][j]);
     }
 
     static void run(int rows, const int8_t* w, int64_t quads, const uint8_t* x, int64_t x_stride,

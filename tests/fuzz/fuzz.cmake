@@ -20,7 +20,8 @@ file(GLOB LMRUN_FUZZ_SOURCES CONFIGURE_DEPENDS src/core/*.cpp)
 list(FILTER LMRUN_FUZZ_SOURCES EXCLUDE REGEX "src/core/(parallel|op_profiler)\\.cpp$")
 file(GLOB_RECURSE LMRUN_FUZZ_TOKENIZER_SOURCES CONFIGURE_DEPENDS src/tokenizer/*.cpp)
 list(APPEND LMRUN_FUZZ_SOURCES ${LMRUN_FUZZ_TOKENIZER_SOURCES}
-     src/model/config.cpp src/model/config_limits.cpp src/model/safetensors.cpp src/model/safetensors_writer.cpp
+     src/model/config.cpp src/model/config_limits.cpp src/model/quantization_config.cpp
+     src/model/safetensors.cpp src/model/safetensors_writer.cpp
      src/model/checkpoint.cpp src/engine/sampling_params.cpp
      src/server/openai_request.cpp src/server/request_fields.cpp src/server/api_error.cpp
      src/server/tool_request.cpp src/server/structured_output_fields.cpp)
