@@ -61,6 +61,16 @@ void pack_lanes(const unsigned char* rows, size_t row_stride, int64_t lane_begin
     for (; word < tile_words; ++word) std::memset(word_out(word), 0, size_t(lanes) * kWord);
 }
 
+// Row i of `source` (counted from `rows`), copied into `scratch` first when it is not aligned
+// to its element size: safetensors only promises byte offsets, the converters read elements.
+const unsigned char* source_row(const unsigned char* rows, const WeightRows& source, int64_t i,
+                                size_t row_bytes, std::vector<unsigned char>& scratch) {
+    const unsigned char* row = rows + size_t(i) * source.row_stride_bytes;
+    if (reinterpret_cast<uintptr_t>(row) % dtype_size_bytes(source.dtype) == 0) return row;
+    scratch.assign(row, row + row_bytes);
+    return scratch.data();
+}
+
 // `count` float source rows converted to the storage dtype (F32 or BF16), one after another in
 // `out`. Returns the index of the first row holding NaN or Inf once converted, or -1.
 int64_t convert_rows(const unsigned char* rows, const WeightRows& source, int64_t count, int64_t in_features,
@@ -72,11 +82,7 @@ int64_t convert_rows(const unsigned char* rows, const WeightRows& source, int64_
     std::vector<float> floats(static_cast<size_t>(in_features));
     int64_t first_bad = -1;
     for (int64_t i = 0; i < count; ++i) {
-        const unsigned char* row = rows + size_t(i) * source.row_stride_bytes;
-        if (reinterpret_cast<uintptr_t>(row) % dtype_size_bytes(source.dtype) != 0) {
-            aligned.assign(row, row + src_bytes);
-            row = aligned.data();
-        }
+        const unsigned char* row = source_row(rows, source, i, src_bytes, aligned);
         unsigned char* to = out.data() + size_t(i) * dst_bytes;
         if (storage_dtype == DType::F32) {
             convert_to_f32(row, source.dtype, reinterpret_cast<float*>(to), size_t(in_features));
@@ -109,11 +115,7 @@ int64_t quantize_rows(const unsigned char* rows, const WeightRows& source, int64
     std::vector<float> floats(static_cast<size_t>(in_features));
     int64_t first_bad = -1;
     for (int64_t i = 0; i < count; ++i) {
-        const unsigned char* row = rows + size_t(i) * source.row_stride_bytes;
-        if (reinterpret_cast<uintptr_t>(row) % dtype_size_bytes(source.dtype) != 0) {
-            aligned.assign(row, row + src_bytes);
-            row = aligned.data();
-        }
+        const unsigned char* row = source_row(rows, source, i, src_bytes, aligned);
         convert_to_f32(row, source.dtype, floats.data(), size_t(in_features));
         auto* q = reinterpret_cast<int8_t*>(out.data() + size_t(i) * size_t(in_features));
         float scale = 0.0f;
