@@ -45,8 +45,7 @@ int64_t BlockManager::match_prefix(const Sequence& seq, std::vector<int32_t>& ca
     LMRUN_CHECK(seq.block_table.empty(), "match_prefix on a sequence that holds blocks");
     cached_block_ids.clear();
     if (!enable_prefix_caching_) return 0;
-    // The last token is always computed, so a block holding it is never taken.
-    const int64_t max_cached_blocks = std::max<int64_t>(seq.num_tokens() - 1, 0) / block_size_;
+    const int64_t max_cached_blocks = this->max_cached_blocks(seq);
     const std::span<const int32_t> token_ids(seq.token_ids);
     uint64_t prefix_hash = kFirstPrefixHash;
     for (int64_t i = 0; i < max_cached_blocks; ++i) {

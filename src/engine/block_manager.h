@@ -23,6 +23,7 @@
 // tier for a sequence's table (cache_computed_blocks with record = false).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <unordered_map>
@@ -55,6 +56,11 @@ class BlockManager {
     // token to compute (so there are logits to sample); returns the cached tokens.
     // Empty when prefix caching is disabled. seq must hold no blocks.
     int64_t match_prefix(const Sequence& seq, std::vector<int32_t>& cached_block_ids) const;
+    // How many of seq's leading full blocks may come from a cache (RAM or the KV tier): all but
+    // the one holding the last token, which is always computed.
+    int64_t max_cached_blocks(const Sequence& seq) const {
+        return std::max<int64_t>(seq.num_tokens() - 1, 0) / block_size_;
+    }
     // Could seq take cached_block_ids (from match_prefix, or empty) and fresh blocks
     // for num_new_tokens more tokens?
     bool can_allocate(const Sequence& seq, std::span<const int32_t> cached_block_ids,

@@ -30,10 +30,6 @@ uint64_t mix_seed(uint64_t seed, uint64_t salt) {
     return x ^ (x >> 29);
 }
 
-}  // namespace
-
-namespace {
-
 // Checked before any weight is loaded.
 Status check_kv_offload_config(const EngineConfig& config) {
     if (config.kv_offload_dir.empty()) return ok_status();

@@ -78,9 +78,7 @@ void Scheduler::schedule_waiting(int64_t& token_budget, SchedulerOutput& output)
         const int64_t num_computed = block_manager_.match_prefix(seq, cached_block_ids_);
         int64_t num_loadable = 0;
         if (prefix_loader_ && block_manager_.prefix_caching_enabled()) {
-            // As match_prefix: the block holding the last token is always computed.
-            const int64_t max_blocks =
-                std::max<int64_t>(seq.num_tokens() - 1, 0) / block_manager_.block_size();
+            const int64_t max_blocks = block_manager_.max_cached_blocks(seq);
             const auto first_block = static_cast<int64_t>(cached_block_ids_.size());
             if (max_blocks > first_block)
                 num_loadable =
