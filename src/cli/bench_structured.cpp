@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/bench_statistics.h"
 #include "core/logging.h"
 #include "core/timer.h"
 #include "structured/grammar_compiler.h"
@@ -45,16 +46,6 @@ const char* const kDecodeSchema =
         "tags": {"type": "array", "items": {"type": "string", "maxLength": 12}, "maxItems": 4}},
         "required": ["name", "qty", "tags"], "additionalProperties": false}, "maxItems": 64}},
         "required": ["entries"], "additionalProperties": false})";
-
-double percentile(std::vector<double> values, double fraction) {
-    if (values.empty()) return 0;
-    std::sort(values.begin(), values.end());
-    return values[std::min(values.size() - 1, size_t(fraction * double(values.size())))];
-}
-
-double median(std::vector<double> values) {
-    return percentile(std::move(values), 0.5);
-}
 
 // The 1-minute load average: on a shared machine, how much else was running.
 double load_average() {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/bench_statistics.h"
 #include "cli/bench_workloads.h"
 #include "core/logging.h"
 #include "core/memory_info.h"
@@ -66,11 +67,6 @@ Result<std::vector<RankMemory>> run_side(const TensorParallelComparison& compari
     }
     LMRUN_RETURN_IF_ERROR(executor->health());
     return rank_memory(*executor);
-}
-
-double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    return values[values.size() / 2];
 }
 
 }  // namespace

@@ -48,6 +48,13 @@ inline Error with_subject(Error error, std::string subject) {
     return error;
 }
 
+// An error about `subject` (a file path or a request field), which the message names too.
+template <typename... Args>
+Error make_error_about(std::string subject, ErrorKind kind, fmt::format_string<Args...> format,
+                       Args&&... args) {
+    return with_subject(make_error(kind, format, std::forward<Args>(args)...), std::move(subject));
+}
+
 template <typename T>
 class [[nodiscard]] Result {
   public:

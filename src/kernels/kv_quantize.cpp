@@ -11,12 +11,6 @@ namespace {
 
 constexpr int kLanes = 8;  // the squared errors are summed in 8 lanes, then lane 0..7 in order
 
-float row_abs_max(const float* src, int64_t dim) {
-    float amax = 0.0f;
-    for (int64_t d = 0; d < dim; ++d) amax = std::fabs(src[d]) > amax ? std::fabs(src[d]) : amax;
-    return amax;
-}
-
 float candidate_scale(float amax, int j) {
     return amax / kFp8E4M3Max * std::exp2(float(j) / float(kFp8ScaleCandidates));
 }

@@ -38,6 +38,9 @@ uint8_t* int8_x_buffer(size_t count);
 float* int8_x_scale_buffer(size_t count);
 int32_t* int8_sum_buffer(size_t count);
 
+// max_k |values[k]| (0 for count 0; NaNs are skipped): the amax of a symmetric int8 or fp8 scale.
+float row_abs_max(const float* values, int64_t count);
+
 // Symmetric int8 of one row: q = round(v · 127 / amax); returns the scale amax / 127 (0 for an
 // all-zero row). Used for weights at pack time and (scalar twin) for activations.
 float quantize_row_int8_reference(const float* values, int64_t count, int8_t* q);

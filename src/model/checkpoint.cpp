@@ -11,30 +11,29 @@ namespace {
 
 namespace fs = std::filesystem;
 
-template <typename... Args>
-Error corrupt(const std::string& path, fmt::format_string<Args...> format, Args&&... args) {
-    return with_subject(make_error(ErrorKind::Corrupt, format, std::forward<Args>(args)...), path);
-}
-
 // weight_map as tensor name -> shard file name, validated.
 Result<std::map<std::string, std::string>> parse_weight_map(const nlohmann::json& index,
                                                             const std::string& path) {
-    if (!index.is_object()) return corrupt(path, "{}: index is not a JSON object", path);
+    if (!index.is_object())
+        return make_error_about(path, ErrorKind::Corrupt, "{}: index is not a JSON object", path);
     auto it = index.find("weight_map");
     if (it == index.end() || !it->is_object())
-        return corrupt(path, "{}: missing or non-object 'weight_map'", path);
+        return make_error_about(path, ErrorKind::Corrupt, "{}: missing or non-object 'weight_map'", path);
     std::map<std::string, std::string> weight_map;
     for (auto entry = it->begin(); entry != it->end(); ++entry) {
         if (!entry.value().is_string())
-            return corrupt(path, "{}: weight_map entry '{}' is not a file name string", path, entry.key());
+            return make_error_about(path, ErrorKind::Corrupt,
+                                    "{}: weight_map entry '{}' is not a file name string", path, entry.key());
         std::string shard = entry.value().get<std::string>();
         // Shards live next to the index; a path component would let the index reach elsewhere.
         if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..")
-            return corrupt(path, "{}: weight_map entry '{}' names an invalid shard file '{}'", path,
-                           entry.key(), shard);
+            return make_error_about(path, ErrorKind::Corrupt,
+                                    "{}: weight_map entry '{}' names an invalid shard file '{}'", path,
+                                    entry.key(), shard);
         weight_map[entry.key()] = shard;
     }
-    if (weight_map.empty()) return corrupt(path, "{}: 'weight_map' is empty", path);
+    if (weight_map.empty())
+        return make_error_about(path, ErrorKind::Corrupt, "{}: 'weight_map' is empty", path);
     return weight_map;
 }
 
@@ -92,8 +91,9 @@ Status Checkpoint::open_sharded(const std::string& index_path) {
         const SafetensorsFile& file = files_[file_index_by_shard[shard]];
         const TensorInfo* tensor = file.find(name);
         if (tensor == nullptr)
-            return corrupt(index_path, "{}: tensor '{}' is mapped to shard '{}' but {} has no such tensor",
-                           index_path, name, shard, file.path());
+            return make_error_about(index_path, ErrorKind::Corrupt,
+                                    "{}: tensor '{}' is mapped to shard '{}' but {} has no such tensor",
+                                    index_path, name, shard, file.path());
         by_name_[name] = tensor;
     }
     return ok_status();

@@ -5,7 +5,7 @@
 namespace lmrun {
 namespace {
 
-Error unsupported(const std::string& source, const std::string& what) {
+Error unsupported_scheme(const std::string& source, const std::string& what) {
     return make_error(ErrorKind::Unsupported,
                       "{}: quantization_config: {} is not supported (lmrun loads compressed-tensors int8 "
                       "W8A8: int8 symmetric weights per channel or tensor, dynamic per-token int8 "
@@ -42,22 +42,24 @@ Result<std::vector<std::string>> string_list(const nlohmann::json& value, const 
 Status check_args(const nlohmann::json& args, bool weights, const std::string& where,
                   const std::string& source, ScaleStrategy* weight_strategy) {
     if (args.is_null()) {
-        return unsupported(source, weights ? where + " = null (unquantized weights in a quantized group)"
-                                           : where + " = null (weight-only quantization, W8A16)");
+        return unsupported_scheme(source, weights
+                                              ? where + " = null (unquantized weights in a quantized group)"
+                                              : where + " = null (weight-only quantization, W8A16)");
     }
     if (!args.is_object()) return make_error(ErrorKind::Corrupt, "{}: {} must be an object", source, where);
     const nlohmann::json& bits = field(args, "num_bits");
     if (!(bits.is_number_integer() && bits.get<int64_t>() == 8))
-        return unsupported(source, where + ".num_bits " + describe(bits) + " (only 8)");
+        return unsupported_scheme(source, where + ".num_bits " + describe(bits) + " (only 8)");
     const nlohmann::json& type = field(args, "type");
-    if (!type.is_null() && type != "int") return unsupported(source, where + ".type " + describe(type));
+    if (!type.is_null() && type != "int")
+        return unsupported_scheme(source, where + ".type " + describe(type));
     const nlohmann::json& symmetric = field(args, "symmetric");
     if (!symmetric.is_null() && symmetric != true)
-        return unsupported(source, where + ".symmetric false (asymmetric, zero points)");
+        return unsupported_scheme(source, where + ".symmetric false (asymmetric, zero points)");
     for (const char* name : {"group_size", "block_structure", "actorder"}) {
         const nlohmann::json& value = field(args, name);
         if (!value.is_null() && value != false)
-            return unsupported(source, where + "." + name + " " + describe(value));
+            return unsupported_scheme(source, where + "." + name + " " + describe(value));
     }
     const nlohmann::json& strategy_field = field(args, "strategy");
     const std::string strategy = strategy_field.is_string() ? strategy_field.get<std::string>() : "";
@@ -68,29 +70,32 @@ Status check_args(const nlohmann::json& args, bool weights, const std::string& w
         } else if (strategy == "tensor") {
             *weight_strategy = ScaleStrategy::Tensor;
         } else {
-            return unsupported(source, where + ".strategy " + describe(strategy_field));
+            return unsupported_scheme(source, where + ".strategy " + describe(strategy_field));
         }
-        if (dynamic == true) return unsupported(source, where + ".dynamic true");
+        if (dynamic == true) return unsupported_scheme(source, where + ".dynamic true");
         return ok_status();
     }
     if (strategy != "token")
-        return unsupported(source, where + ".strategy " + describe(strategy_field) + " (only 'token')");
+        return unsupported_scheme(source,
+                                  where + ".strategy " + describe(strategy_field) + " (only 'token')");
     if (dynamic != true)
-        return unsupported(source, where + ".dynamic " + describe(dynamic) + " (static activation scales)");
+        return unsupported_scheme(source,
+                                  where + ".dynamic " + describe(dynamic) + " (static activation scales)");
     return ok_status();
 }
 
 Result<CompressedTensorsConfig> parse_compressed_tensors(const nlohmann::json& q, const std::string& source) {
     const nlohmann::json& format = field(q, "format");
     if (format != "int-quantized" && format != "naive-quantized")
-        return unsupported(source, "format " + describe(format));
+        return unsupported_scheme(source, "format " + describe(format));
     const nlohmann::json& sparsity = field(q, "sparsity_config");
     if (!sparsity.is_null() &&
         !(sparsity.is_object() && (sparsity.empty() || field(sparsity, "format") == "dense")))
-        return unsupported(source, "sparsity_config with format " + describe(field(sparsity, "format")));
-    if (!field(q, "transform_config").is_null()) return unsupported(source, "transform_config");
+        return unsupported_scheme(source,
+                                  "sparsity_config with format " + describe(field(sparsity, "format")));
+    if (!field(q, "transform_config").is_null()) return unsupported_scheme(source, "transform_config");
     if (!field(q, "kv_cache_scheme").is_null())
-        return unsupported(source, "kv_cache_scheme (static KV cache scales; use --kv-cache-dtype)");
+        return unsupported_scheme(source, "kv_cache_scheme (static KV cache scales; use --kv-cache-dtype)");
     CompressedTensorsConfig config;
     LMRUN_ASSIGN_OR_RETURN(config.ignore, string_list(field(q, "ignore"), "ignore", source));
     const nlohmann::json& groups = field(q, "config_groups");
@@ -104,16 +109,16 @@ Result<CompressedTensorsConfig> parse_compressed_tensors(const nlohmann::json& q
             return make_error(ErrorKind::Corrupt, "{}: {} must be an object", source, where);
         const nlohmann::json& group_format = field(*group, "format");
         if (!group_format.is_null() && group_format != "int-quantized" && group_format != "naive-quantized")
-            return unsupported(source, where + ".format " + describe(group_format));
+            return unsupported_scheme(source, where + ".format " + describe(group_format));
         ScaleStrategy strategy = ScaleStrategy::Channel;
         LMRUN_RETURN_IF_ERROR(
             check_args(field(*group, "weights"), true, where + ".weights", source, &strategy));
         LMRUN_RETURN_IF_ERROR(check_args(field(*group, "input_activations"), false,
                                          where + ".input_activations", source, nullptr));
         const nlohmann::json& output = field(*group, "output_activations");
-        if (!output.is_null()) return unsupported(source, where + ".output_activations");
+        if (!output.is_null()) return unsupported_scheme(source, where + ".output_activations");
         if (!first && strategy != config.weight_strategy)
-            return unsupported(source, "config groups with different weight strategies");
+            return unsupported_scheme(source, "config groups with different weight strategies");
         config.weight_strategy = strategy;
         first = false;
         LMRUN_ASSIGN_OR_RETURN(std::vector<std::string> targets,

@@ -12,11 +12,6 @@ constexpr size_t kHeaderSizeBytes = 8;
 // refuses headers over 100 MB.
 constexpr JsonLimits kHeaderLimits{8, size_t(100) << 20};
 
-// `where` starts with the file's path; the file is the subject of every header error.
-template <typename... Args>
-Error corrupt(const std::string& file_path, fmt::format_string<Args...> format, Args&&... args) {
-    return with_subject(make_error(ErrorKind::Corrupt, format, std::forward<Args>(args)...), file_path);
-}
 constexpr std::string_view kSupportedDTypes = "F32, BF16, F16, I32, I64, I8, U8, F8_E4M3";
 
 // Only the safetensors spellings; torch names ("float32") are not valid here.
@@ -36,13 +31,15 @@ struct EntryPlace {
 Result<std::vector<int64_t>> parse_shape(const nlohmann::json& entry, const EntryPlace& place) {
     auto it = entry.find("shape");
     if (it == entry.end() || !it->is_array())
-        return corrupt(place.file_path, "{}: missing or non-list 'shape'", place.where);
+        return make_error_about(place.file_path, ErrorKind::Corrupt, "{}: missing or non-list 'shape'",
+                                place.where);
     std::vector<int64_t> shape;
     for (const nlohmann::json& dim : *it) {
         if (!dim.is_number_integer() || dim.get<int64_t>() < 0 ||
             (dim.is_number_unsigned() && dim.get<uint64_t>() > uint64_t(INT64_MAX)))
-            return corrupt(place.file_path, "{}: shape {} has a negative or non-integer dimension",
-                           place.where, it->dump());
+            return make_error_about(place.file_path, ErrorKind::Corrupt,
+                                    "{}: shape {} has a negative or non-integer dimension", place.where,
+                                    it->dump());
         shape.push_back(dim.get<int64_t>());
     }
     return shape;
@@ -53,7 +50,8 @@ Result<uint64_t> shape_nbytes(const std::vector<int64_t>& shape, DType dtype, co
     uint64_t total = dtype_size_bytes(dtype);
     for (int64_t dim : shape) {
         if (__builtin_mul_overflow(total, uint64_t(dim), &total))
-            return corrupt(place.file_path, "{}: shape {} is too large", place.where, shape_to_string(shape));
+            return make_error_about(place.file_path, ErrorKind::Corrupt, "{}: shape {} is too large",
+                                    place.where, shape_to_string(shape));
     }
     return total;
 }
@@ -62,22 +60,26 @@ Result<std::pair<uint64_t, uint64_t>> parse_offsets(const nlohmann::json& entry,
     auto it = entry.find("data_offsets");
     if (it == entry.end() || !it->is_array() || it->size() != 2 || !(*it)[0].is_number_unsigned() ||
         !(*it)[1].is_number_unsigned())
-        return corrupt(place.file_path, "{}: 'data_offsets' must be two non-negative integers [begin, end]",
-                       place.where);
+        return make_error_about(place.file_path, ErrorKind::Corrupt,
+                                "{}: 'data_offsets' must be two non-negative integers [begin, end]",
+                                place.where);
     uint64_t begin = (*it)[0].get<uint64_t>();
     uint64_t end = (*it)[1].get<uint64_t>();
     if (end < begin)
-        return corrupt(place.file_path, "{}: data_offsets [{}, {}] end before they begin", place.where, begin,
-                       end);
+        return make_error_about(place.file_path, ErrorKind::Corrupt,
+                                "{}: data_offsets [{}, {}] end before they begin", place.where, begin, end);
     return std::make_pair(begin, end);
 }
 
 Status parse_metadata(const nlohmann::json& value, const std::string& path,
                       std::map<std::string, std::string>& metadata) {
-    if (!value.is_object()) return corrupt(path, "{}: '__metadata__' must be an object of strings", path);
+    if (!value.is_object())
+        return make_error_about(path, ErrorKind::Corrupt, "{}: '__metadata__' must be an object of strings",
+                                path);
     for (auto it = value.begin(); it != value.end(); ++it) {
         if (!it.value().is_string())
-            return corrupt(path, "{}: '__metadata__' value of '{}' must be a string", path, it.key());
+            return make_error_about(path, ErrorKind::Corrupt,
+                                    "{}: '__metadata__' value of '{}' must be a string", path, it.key());
         metadata[it.key()] = it.value().get<std::string>();
     }
     return ok_status();
@@ -100,19 +102,21 @@ Status check_buffer_tiling(std::vector<DataSpan> spans, uint64_t buffer_bytes, c
     for (size_t i = 0; i < spans.size(); ++i) {
         const DataSpan& span = spans[i];
         if (span.begin < expected_begin)
-            return corrupt(
-                path, "{}: tensor '{}' (data_offsets [{}, {}]) overlaps tensor '{}' (data_offsets [{}, {}])",
-                path, span.name, span.begin, span.end, spans[i - 1].name, spans[i - 1].begin,
-                spans[i - 1].end);
+            return make_error_about(
+                path, ErrorKind::Corrupt,
+                "{}: tensor '{}' (data_offsets [{}, {}]) overlaps tensor '{}' (data_offsets [{}, {}])", path,
+                span.name, span.begin, span.end, spans[i - 1].name, spans[i - 1].begin, spans[i - 1].end);
         if (span.begin > expected_begin)
-            return corrupt(path,
-                           "{}: data buffer has a gap: bytes [{}, {}) before tensor '{}' belong to no tensor",
-                           path, expected_begin, span.begin, span.name);
+            return make_error_about(
+                path, ErrorKind::Corrupt,
+                "{}: data buffer has a gap: bytes [{}, {}) before tensor '{}' belong to no tensor", path,
+                expected_begin, span.begin, span.name);
         expected_begin = span.end;
     }
     if (expected_begin != buffer_bytes)
-        return corrupt(path, "{}: data buffer is {} bytes but its tensors end at byte {} (trailing bytes)",
-                       path, buffer_bytes, expected_begin);
+        return make_error_about(path, ErrorKind::Corrupt,
+                                "{}: data buffer is {} bytes but its tensors end at byte {} (trailing bytes)",
+                                path, buffer_bytes, expected_begin);
     return ok_status();
 }
 
@@ -160,13 +164,14 @@ Status SafetensorsFile::parse_header() {
     const std::string& file_path = file_->path();
     size_t file_bytes = file_->size_bytes();
     if (file_bytes < kHeaderSizeBytes)
-        return corrupt(file_path, "{}: file is {} bytes, shorter than the 8-byte safetensors header size",
-                       file_path, file_bytes);
+        return make_error_about(file_path, ErrorKind::Corrupt,
+                                "{}: file is {} bytes, shorter than the 8-byte safetensors header size",
+                                file_path, file_bytes);
     uint64_t header_bytes = 0;
     for (size_t i = 0; i < kHeaderSizeBytes; ++i) header_bytes |= uint64_t(file_->data()[i]) << (8 * i);
     if (header_bytes > file_bytes - kHeaderSizeBytes)
-        return corrupt(
-            file_path,
+        return make_error_about(
+            file_path, ErrorKind::Corrupt,
             "{}: header size {} bytes goes beyond the end of the file ({} bytes); truncated or not "
             "a safetensors file",
             file_path, header_bytes, file_bytes);
@@ -175,7 +180,8 @@ Status SafetensorsFile::parse_header() {
         parse_json(std::string_view(header_begin, header_bytes), file_path + ": JSON header", kHeaderLimits);
     if (!parsed.ok()) return with_subject(parsed.error(), file_path);
     const nlohmann::json& header = parsed.value();
-    if (!header.is_object()) return corrupt(file_path, "{}: JSON header is not an object", file_path);
+    if (!header.is_object())
+        return make_error_about(file_path, ErrorKind::Corrupt, "{}: JSON header is not an object", file_path);
 
     const unsigned char* buffer = file_->data() + kHeaderSizeBytes + header_bytes;
     uint64_t buffer_bytes = file_bytes - kHeaderSizeBytes - header_bytes;
@@ -187,10 +193,13 @@ Status SafetensorsFile::parse_header() {
         }
         EntryPlace place{file_path, fmt::format("{}: tensor '{}'", file_path, it.key())};
         const nlohmann::json& entry = it.value();
-        if (!entry.is_object()) return corrupt(file_path, "{}: header entry is not an object", place.where);
+        if (!entry.is_object())
+            return make_error_about(file_path, ErrorKind::Corrupt, "{}: header entry is not an object",
+                                    place.where);
         auto dtype_it = entry.find("dtype");
         if (dtype_it == entry.end() || !dtype_it->is_string())
-            return corrupt(file_path, "{}: missing or non-string 'dtype'", place.where);
+            return make_error_about(file_path, ErrorKind::Corrupt, "{}: missing or non-string 'dtype'",
+                                    place.where);
         std::optional<DType> dtype = parse_safetensors_dtype(dtype_it->get<std::string>());
         if (!dtype)
             return with_subject(
@@ -202,13 +211,15 @@ Status SafetensorsFile::parse_header() {
         LMRUN_ASSIGN_OR_RETURN(auto offsets, parse_offsets(entry, place));
         auto [begin, end] = offsets;
         if (end - begin != nbytes)
-            return corrupt(
-                file_path, "{}: data_offsets [{}, {}] span {} bytes but shape {} of {} needs {} bytes",
-                place.where, begin, end, end - begin, shape_to_string(shape), dtype_name(*dtype), nbytes);
+            return make_error_about(
+                file_path, ErrorKind::Corrupt,
+                "{}: data_offsets [{}, {}] span {} bytes but shape {} of {} needs {} bytes", place.where,
+                begin, end, end - begin, shape_to_string(shape), dtype_name(*dtype), nbytes);
         if (end > buffer_bytes)
-            return corrupt(file_path,
-                           "{}: data_offsets [{}, {}] go beyond the {}-byte data buffer (file truncated?)",
-                           place.where, begin, end, buffer_bytes);
+            return make_error_about(
+                file_path, ErrorKind::Corrupt,
+                "{}: data_offsets [{}, {}] go beyond the {}-byte data buffer (file truncated?)", place.where,
+                begin, end, buffer_bytes);
         index_by_name_[it.key()] = tensors_.size();
         spans.push_back(DataSpan{begin, end, it.key()});
         tensors_.push_back(

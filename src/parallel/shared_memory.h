@@ -11,6 +11,12 @@
 
 namespace lmrun::parallel {
 
+// Regions inside a segment start on their own 4 KiB page (no false sharing between them, and
+// each can be touched by the rank that uses it first).
+constexpr size_t round_up_to_page(size_t bytes) {
+    return (bytes + 4095) / 4096 * 4096;
+}
+
 class SharedMemory {
   public:
     // A new zero-filled segment of `bytes` bytes. The descriptor is close-on-exec: a process

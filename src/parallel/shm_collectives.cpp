@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "core/parallel.h"
+#include "parallel/shared_memory.h"
 
 namespace lmrun::parallel {
 
@@ -17,10 +18,6 @@ namespace {
 
 // Copies and sums of at least this many bytes are split over the rank's threads.
 constexpr size_t kThreadedBytes = size_t(128) << 10;
-
-size_t round_up_4k(size_t bytes) {
-    return (bytes + 4095) / 4096 * 4096;
-}
 
 template <typename Fn>
 void for_range(int64_t count, size_t element_bytes, Fn&& fn) {
@@ -40,14 +37,15 @@ void copy_floats(float* to, const float* from, int64_t count) {
 }  // namespace
 
 size_t ShmCollectives::required_bytes(const Shape& shape) {
-    return round_up_4k(sizeof(Barrier)) + 2 * size_t(shape.num_ranks) * round_up_4k(shape.slot_bytes);
+    return round_up_to_page(sizeof(Barrier)) +
+           2 * size_t(shape.num_ranks) * round_up_to_page(shape.slot_bytes);
 }
 
 ShmCollectives::ShmCollectives(std::byte* region, const Shape& shape, int rank, const WaitContext& wait)
-    : shape_(shape), slot_stride_(round_up_4k(shape.slot_bytes)), rank_(rank), wait_(wait) {
+    : shape_(shape), slot_stride_(round_up_to_page(shape.slot_bytes)), rank_(rank), wait_(wait) {
     LMRUN_CHECK(rank >= 0 && rank < shape.num_ranks, "rank outside the group");
     barrier_ = reinterpret_cast<Barrier*>(region);
-    slots_ = region + round_up_4k(sizeof(Barrier));
+    slots_ = region + round_up_to_page(sizeof(Barrier));
 }
 
 std::byte* ShmCollectives::slot(int buffer_set, int rank) const {

@@ -16,14 +16,6 @@ struct ShmProcessGroup::Header {
     alignas(64) std::atomic<uint32_t> aborted{0};
 };
 
-namespace {
-
-size_t round_up_4k(size_t bytes) {
-    return (bytes + 4095) / 4096 * 4096;
-}
-
-}  // namespace
-
 ShmProcessGroup::ShmProcessGroup(SharedMemory memory, int rank, pid_t parent_pid)
     : ProcessGroup(rank, reinterpret_cast<Header*>(memory.data())->size), memory_(std::move(memory)) {
     header_ = reinterpret_cast<Header*>(memory_.data());
@@ -47,8 +39,9 @@ Result<std::unique_ptr<ShmProcessGroup>> ShmProcessGroup::create(const Options& 
     header.ring = ShmRingBuffer::Shape{options.size - 1, 4, options.max_message_bytes};
     header.collectives = ShmCollectives::Shape{options.size, options.max_collective_bytes};
     header.wait = options.wait;
-    header.ring_offset = round_up_4k(sizeof(Header));
-    header.collectives_offset = header.ring_offset + round_up_4k(ShmRingBuffer::required_bytes(header.ring));
+    header.ring_offset = round_up_to_page(sizeof(Header));
+    header.collectives_offset =
+        header.ring_offset + round_up_to_page(ShmRingBuffer::required_bytes(header.ring));
     const size_t total = header.collectives_offset + ShmCollectives::required_bytes(header.collectives);
     LMRUN_ASSIGN_OR_RETURN(SharedMemory memory, SharedMemory::create("lmrun-tp", total));
     Header* shared = new (memory.data()) Header();

@@ -7,8 +7,8 @@
 namespace lmrun::structured {
 namespace {
 
-constexpr int kMaxNesting = 200;
-constexpr int64_t kMaxRepeat = 100000;
+constexpr int kEbnfMaxNesting = 200;
+constexpr int64_t kEbnfMaxRepeat = 100000;
 
 struct Reference {
     ExprId expr;  // a placeholder reference, resolved once every rule is known
@@ -172,7 +172,7 @@ class EbnfParser {
         int64_t value = 0;
         while (std::isdigit(static_cast<unsigned char>(peek()))) {
             value = value * 10 + (text_[pos_++] - '0');
-            if (value > kMaxRepeat) return error("repetition count above {}", kMaxRepeat);
+            if (value > kEbnfMaxRepeat) return error("repetition count above {}", kEbnfMaxRepeat);
         }
         skip_space();
         return value;
@@ -207,7 +207,8 @@ class EbnfParser {
             return grammar_.any_char();
         }
         if (c == '(') {
-            if (nesting >= kMaxNesting) return error("parentheses nested deeper than {}", kMaxNesting);
+            if (nesting >= kEbnfMaxNesting)
+                return error("parentheses nested deeper than {}", kEbnfMaxNesting);
             ++pos_;
             LMRUN_ASSIGN_OR_RETURN(ExprId inner, parse_alternatives(nesting + 1));
             skip_space();

@@ -7,8 +7,8 @@
 namespace lmrun::structured {
 namespace {
 
-constexpr int kMaxNesting = 200;
-constexpr int64_t kMaxRepeat = 10000;
+constexpr int kRegexMaxNesting = 200;
+constexpr int64_t kRegexMaxRepeat = 10000;
 
 using Ranges = std::vector<CodepointRange>;
 
@@ -131,7 +131,7 @@ class RegexParser {
         if (!std::isdigit(static_cast<unsigned char>(peek()))) return error("expected a number");
         while (std::isdigit(static_cast<unsigned char>(peek()))) {
             value = value * 10 + (pattern_[pos_++] - '0');
-            if (value > kMaxRepeat) return error("repetition count above {}", kMaxRepeat);
+            if (value > kRegexMaxRepeat) return error("repetition count above {}", kRegexMaxRepeat);
         }
         return value;
     }
@@ -193,7 +193,7 @@ class RegexParser {
     }
 
     Result<ExprId> parse_group(int nesting) {
-        if (nesting >= kMaxNesting) return error("groups nested deeper than {}", kMaxNesting);
+        if (nesting >= kRegexMaxNesting) return error("groups nested deeper than {}", kRegexMaxNesting);
         ++pos_;  // '('
         if (peek() == '?') {
             ++pos_;
