@@ -45,6 +45,7 @@ TEST_PACKAGES=(
     libomp-16-dev          # CI: an omp.h that clang-tidy's clang can parse (GCC's is not on its path)
     git                    # CI: the formatting check lists the tracked files
     clang-16 libfuzzer-16-dev libclang-rt-16-dev  # fuzz targets (tests/fuzz, scripts/fuzz.sh): libFuzzer, ASan/UBSan
+    ccache                 # CI: compiles cached between runs of scripts/test.sh (in ~/.cache/ccache)
 )
 # Node.js runs the server integration tests with the official OpenAI client. A machine may
 # already have node and npm from elsewhere (e.g. NodeSource's nodejs, which bundles npm and
