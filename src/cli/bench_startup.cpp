@@ -17,6 +17,7 @@
 #include "cli/cli_options.h"
 #include "core/logging.h"
 #include "core/memory_info.h"
+#include "core/parallel.h"
 #include "core/timer.h"
 #include "engine/llm_engine.h"
 
@@ -181,6 +182,7 @@ int run_startup_probe(const StartupBenchOptions& options, int64_t prompt_len) {
     const ModelRunner& runner = engine.value()->runner();
     nlohmann::json report = {{"load_s", engine.value()->load_seconds()},
                              {"ready_s", ready_s},
+                             {"threads", num_threads()},
                              {"first_token_s", first_token_s},
                              {"peak_rss_bytes", peak_resident_memory_bytes()},
                              {"weight_bytes", runner.model().weight_nbytes()},
@@ -194,8 +196,8 @@ int run_startup_bench(const StartupBenchOptions& options, nlohmann::json& json) 
     const std::vector<std::string> files = checkpoint_files(options.model_dir);
     std::cout << fmt::format("start-up: fresh `lmrun` processes, engine defaults, median of {}\n",
                              options.repeats);
-    std::cout << fmt::format("{:<22} {:>7} {:>8} {:>9} {:>10} {:>12}   {}\n", "scenario", "load s", "ready s",
-                             "1st tok s", "peak MiB", "KV res MiB", "targets");
+    std::cout << fmt::format("{:<22} {:>7} {:>7} {:>8} {:>9} {:>10} {:>12}   {}\n", "scenario", "threads",
+                             "load s", "ready s", "1st tok s", "peak MiB", "KV res MiB", "targets");
     nlohmann::json rows = nlohmann::json::array();
     for (bool cold : {false, true}) {
         if (cold && !options.cold) continue;
@@ -221,10 +223,11 @@ int run_startup_bench(const StartupBenchOptions& options, nlohmann::json& json) 
             const bool time_met = run.wall_first_token_s < target_s;
             const bool memory_met = peak <= weights + 300 * kMiB;
             std::cout << fmt::format(
-                "{:<22} {:>7.2f} {:>8.2f} {:>9.2f} {:>10.0f} {:>12.1f}   first token < {:.0f} s {}, peak <= "
+                "{:<22} {:>7} {:>7.2f} {:>8.2f} {:>9.2f} {:>10.0f} {:>12.1f}   first token < {:.0f} s {}, "
+                "peak <= "
                 "weights {:.0f} + 300 MiB {}\n",
-                name, r["load_s"].get<double>(), r["ready_s"].get<double>(), run.wall_first_token_s,
-                peak / kMiB, r["kv_resident_bytes"].get<double>() / kMiB, target_s,
+                name, r["threads"].get<int>(), r["load_s"].get<double>(), r["ready_s"].get<double>(),
+                run.wall_first_token_s, peak / kMiB, r["kv_resident_bytes"].get<double>() / kMiB, target_s,
                 time_met ? "met" : "MISSED", weights / kMiB, memory_met ? "met" : "MISSED");
             nlohmann::json row = r;
             row["scenario"] = name;

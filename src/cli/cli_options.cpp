@@ -1,7 +1,5 @@
 #include "cli/cli_options.h"
 
-#include <sched.h>
-
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +9,7 @@
 #include "cli/exit_codes.h"
 #include "core/json_io.h"
 #include "core/logging.h"
+#include "core/parallel.h"
 
 namespace lmrun::cli {
 namespace {
@@ -63,9 +62,7 @@ CLI::Validator unsigned_integer() {
 }
 
 int capped_threads(int requested) {
-    cpu_set_t allowed;
-    int cpus = 1;
-    if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) cpus = std::max(1, CPU_COUNT(&allowed));
+    const int cpus = available_cpus();
     if (requested <= 0) return 0;
     if (requested <= cpus) return requested;
     log_warn("--threads {} is more than the {} CPUs this process may use: using {}", requested, cpus, cpus);
