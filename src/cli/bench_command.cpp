@@ -69,6 +69,7 @@ struct BenchArgs {
     bool startup = false;       // --startup: only the start-up benchmark (bench_startup.h)
     int64_t startup_probe = 0;  // > 0: be one start-up probe with a prompt of this many tokens
     bool startup_warm_only = false;
+    std::string packed_cache_dir;  // --packed-cache: with --startup, also measure starts that map it
 };
 
 Result<std::string> prepare_model(const BenchArgs& args) {
@@ -387,6 +388,7 @@ StartupBenchOptions startup_options(const BenchArgs& args, const std::string& mo
     options.threads = args.threads;
     options.repeats = args.repeats;
     options.cold = !args.startup_warm_only;
+    options.packed_cache_dir = args.packed_cache_dir;
     return options;
 }
 
@@ -611,6 +613,9 @@ CommandRunner add_bench_command(CLI::App& app) {
                       "RSS of fresh processes, page cache warm and cold");
     command->add_flag("--startup-warm-only", args->startup_warm_only,
                       "With --startup: skip the cold page cache runs");
+    command->add_option("--packed-cache", args->packed_cache_dir,
+                        "With --startup: also measure starts that map the packed weights from a file in this "
+                        "directory (written by a first, unmeasured start)");
     command->add_option("--startup-probe", args->startup_probe, "Internal: one start-up probe process")
         ->check(integer_range(1, 1 << 20))
         ->group("");
