@@ -76,6 +76,7 @@ void drop_from_page_cache(const std::vector<std::string>& files) {
     for (const std::string& path : files) {
         int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0) continue;
+        fdatasync(fd);  // dirty pages (a packed cache file just written) are not dropped
         posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
         close(fd);
     }
