@@ -2,6 +2,7 @@
 // input gets a clear message and a non-zero exit code (the router's and --data-parallel-size's
 // options too), every subcommand has --help, perplexity prints its JSON record.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <array>
 #include <cmath>
@@ -351,6 +352,27 @@ TEST(CliRobustness, TooManyThreadsAreCappedToTheCpus) {
                   " --prompt-ids 1 --max-tokens 2 --temperature 0 --no-progress --threads 100000");
     EXPECT_EQ(result.exit_code, 0) << result.output;
     EXPECT_NE(result.output.find("--threads 100000 is more than the "), std::string::npos) << result.output;
+}
+
+// libgomp pins the initial thread to one core as it loads when OMP_PROC_BIND is in the
+// environment (a user's tuning, or inherited from `lmrun bench --startup`, whose probes are
+// children of a process that set it): the team must still cover every CPU, not that one core.
+TEST(Cli, BindingEnvironmentStillUsesEveryCpu) {
+    cpu_set_t allowed;
+    ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+    for (const char* environment : {"", "OMP_PROC_BIND=close OMP_PLACES=cores "}) {
+        std::string command = std::string(environment) + LMRUN_BINARY_DIR + "/lmrun bench --model " +
+                              stories_dir() + " --startup-probe 1 2>/dev/null";
+        FILE* pipe = popen(command.c_str(), "r");
+        ASSERT_NE(pipe, nullptr);
+        std::array<char, 4096> line{};
+        const bool read = fgets(line.data(), int(line.size()), pipe) != nullptr;
+        pclose(pipe);
+        ASSERT_TRUE(read) << command;
+        nlohmann::json report = nlohmann::json::parse(line.data(), nullptr, false);
+        ASSERT_TRUE(report.is_object()) << command << ": " << line.data();
+        EXPECT_EQ(report["threads"], CPU_COUNT(&allowed)) << command;
+    }
 }
 
 TEST(CliRobustness, ChatWithoutTokenizerIsAClearError) {

@@ -69,6 +69,8 @@ struct BenchArgs {
     bool startup = false;       // --startup: only the start-up benchmark (bench_startup.h)
     int64_t startup_probe = 0;  // > 0: be one start-up probe with a prompt of this many tokens
     bool startup_warm_only = false;
+    std::string packed_cache_dir;  // --packed-cache: the weights mapped from there (and --startup: measured
+                                   // both ways)
 };
 
 Result<std::string> prepare_model(const BenchArgs& args) {
@@ -387,6 +389,7 @@ StartupBenchOptions startup_options(const BenchArgs& args, const std::string& mo
     options.threads = args.threads;
     options.repeats = args.repeats;
     options.cold = !args.startup_warm_only;
+    options.packed_cache_dir = args.packed_cache_dir;
     return options;
 }
 
@@ -460,6 +463,7 @@ int run_bench(const BenchArgs& args) {
     executor_config.model_dir = model_dir.value();
     executor_config.dtype = dtype;
     executor_config.quantization = quantization.value();
+    executor_config.packed_cache_dir = args.packed_cache_dir;
     executor_config.runner = runner_config_for(args, config.value(), bench.cost);
     executor_config.tensor_parallel_size = args.tensor_parallel_size;
     executor_config.threads_per_rank = capped_threads(args.threads);
@@ -611,6 +615,10 @@ CommandRunner add_bench_command(CLI::App& app) {
                       "RSS of fresh processes, page cache warm and cold");
     command->add_flag("--startup-warm-only", args->startup_warm_only,
                       "With --startup: skip the cold page cache runs");
+    command->add_option(
+        "--packed-cache", args->packed_cache_dir,
+        "Map the packed weights from a file in this directory (written first when missing); with "
+        "--startup: also measure starts that do (the file written by a first, unmeasured start)");
     command->add_option("--startup-probe", args->startup_probe, "Internal: one start-up probe process")
         ->check(integer_range(1, 1 << 20))
         ->group("");

@@ -17,6 +17,7 @@
 #include "cli/cli_options.h"
 #include "core/logging.h"
 #include "core/memory_info.h"
+#include "core/parallel.h"
 #include "core/timer.h"
 #include "engine/llm_engine.h"
 
@@ -75,6 +76,7 @@ void drop_from_page_cache(const std::vector<std::string>& files) {
     for (const std::string& path : files) {
         int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0) continue;
+        fdatasync(fd);  // dirty pages (a packed cache file just written) are not dropped
         posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
         close(fd);
     }
@@ -89,10 +91,11 @@ struct ProbeResult {
 };
 
 // Spawns `lmrun bench --startup-probe N ...` and waits for its one JSON line.
-ProbeResult spawn_probe(const StartupBenchOptions& options, int64_t prompt_len) {
+ProbeResult spawn_probe(const StartupBenchOptions& options, int64_t prompt_len, bool packed_cache) {
     std::vector<std::string> args = {"lmrun",   "bench",       "--model",         options.model_dir,
                                      "--dtype", options.dtype, "--startup-probe", std::to_string(prompt_len)};
     if (options.threads > 0) args.insert(args.end(), {"--threads", std::to_string(options.threads)});
+    if (packed_cache) args.insert(args.end(), {"--packed-cache", options.packed_cache_dir});
     std::vector<char*> argv;
     argv.reserve(args.size() + 1);
     for (std::string& arg : args) argv.push_back(arg.data());
@@ -130,6 +133,7 @@ ProbeResult spawn_probe(const StartupBenchOptions& options, int64_t prompt_len) 
 struct Scenario {
     bool cold = false;
     int64_t prompt_len = 0;
+    bool packed_cache = false;
 };
 
 // Median (by first-token time) of `repeats` fresh processes; nullopt-like ok=false on failure.
@@ -144,13 +148,56 @@ ProbeResult measure(const StartupBenchOptions& options, const Scenario& scenario
             read_into_page_cache(files);
         }
         cached_before = std::max(cached_before, cached_fraction(files));
-        ProbeResult run = spawn_probe(options, scenario.prompt_len);
+        ProbeResult run = spawn_probe(options, scenario.prompt_len, scenario.packed_cache);
         if (!run.ok) return run;
         runs.push_back(std::move(run));
     }
     std::sort(runs.begin(), runs.end(),
               [](const auto& a, const auto& b) { return a.wall_first_token_s < b.wall_first_token_s; });
     return runs[runs.size() / 2];
+}
+
+// Measures one scenario, prints its row and appends it to `rows`; false when a probe failed.
+bool measure_scenario(const StartupBenchOptions& options, const Scenario& scenario,
+                      const std::vector<std::string>& files, nlohmann::json& rows) {
+    double cached = 0;
+    ProbeResult run = measure(options, scenario, files, cached);
+    const std::string name = fmt::format("{} cache, {} tok{}", scenario.cold ? "cold" : "warm",
+                                         scenario.prompt_len, scenario.packed_cache ? ", packed" : "");
+    if (!run.ok) {
+        std::cout << fmt::format("{:<22} probe failed (run `lmrun bench --model {} --startup-probe {}{}`)\n",
+                                 name, options.model_dir, scenario.prompt_len,
+                                 scenario.packed_cache ? " --packed-cache " + options.packed_cache_dir : "");
+        return false;
+    }
+    if (scenario.cold && cached > 0.1) {
+        std::cout << fmt::format("{:<22} not measurable: {:.0f}% of the files stayed cached\n", name,
+                                 100 * cached);
+        return true;
+    }
+    const nlohmann::json& r = run.report;
+    const double weights = r["weight_bytes"].get<double>();
+    const double peak = r["peak_rss_bytes"].get<double>();
+    const double target_s = scenario.cold ? 3.0 : 1.0;
+    const bool time_met = run.wall_first_token_s < target_s;
+    const bool memory_met = peak <= weights + 300 * kMiB;
+    std::cout << fmt::format(
+        "{:<30} {:>7} {:>7.2f} {:>8.2f} {:>9.2f} {:>10.0f} {:>12.1f}   first token < {:.0f} s {}, peak <= "
+        "weights {:.0f} + 300 MiB {}\n",
+        name, r["threads"].get<int>(), r["load_s"].get<double>(), r["ready_s"].get<double>(),
+        run.wall_first_token_s, peak / kMiB, r["kv_resident_bytes"].get<double>() / kMiB, target_s,
+        time_met ? "met" : "MISSED", weights / kMiB, memory_met ? "met" : "MISSED");
+    nlohmann::json row = r;
+    row["scenario"] = name;
+    row["page_cache"] = scenario.cold ? "cold" : "warm";
+    row["prompt_tokens"] = scenario.prompt_len;
+    row["packed_cache"] = scenario.packed_cache;
+    row["cached_fraction_before"] = cached;
+    row["wall_first_token_s"] = run.wall_first_token_s;
+    row["first_token_target_met"] = time_met;
+    row["peak_rss_target_met"] = memory_met;
+    rows.push_back(row);
+    return true;
 }
 
 }  // namespace
@@ -160,6 +207,7 @@ int run_startup_probe(const StartupBenchOptions& options, int64_t prompt_len) {
     defaults.model = options.model_dir;
     defaults.dtype = options.dtype;
     defaults.threads = options.threads;
+    defaults.packed_cache_dir = options.packed_cache_dir;
     Stopwatch clock;
     auto engine = LLMEngine::create(defaults.to_config());
     if (!engine.ok()) return log_error("{}", engine.error().message), 2;
@@ -181,6 +229,7 @@ int run_startup_probe(const StartupBenchOptions& options, int64_t prompt_len) {
     const ModelRunner& runner = engine.value()->runner();
     nlohmann::json report = {{"load_s", engine.value()->load_seconds()},
                              {"ready_s", ready_s},
+                             {"threads", num_threads()},
                              {"first_token_s", first_token_s},
                              {"peak_rss_bytes", peak_resident_memory_bytes()},
                              {"weight_bytes", runner.model().weight_nbytes()},
@@ -191,50 +240,28 @@ int run_startup_probe(const StartupBenchOptions& options, int64_t prompt_len) {
 }
 
 int run_startup_bench(const StartupBenchOptions& options, nlohmann::json& json) {
-    const std::vector<std::string> files = checkpoint_files(options.model_dir);
+    std::vector<std::string> files = checkpoint_files(options.model_dir);
     std::cout << fmt::format("start-up: fresh `lmrun` processes, engine defaults, median of {}\n",
                              options.repeats);
-    std::cout << fmt::format("{:<22} {:>7} {:>8} {:>9} {:>10} {:>12}   {}\n", "scenario", "load s", "ready s",
-                             "1st tok s", "peak MiB", "KV res MiB", "targets");
+    std::cout << fmt::format("{:<30} {:>7} {:>7} {:>8} {:>9} {:>10} {:>12}   {}\n", "scenario", "threads",
+                             "load s", "ready s", "1st tok s", "peak MiB", "KV res MiB", "targets");
     nlohmann::json rows = nlohmann::json::array();
-    for (bool cold : {false, true}) {
-        if (cold && !options.cold) continue;
-        for (int64_t prompt_len : options.prompt_lens) {
-            double cached = 0;
-            ProbeResult run = measure(options, Scenario{cold, prompt_len}, files, cached);
-            const std::string name = fmt::format("{} cache, {} tok", cold ? "cold" : "warm", prompt_len);
-            if (!run.ok) {
-                std::cout << fmt::format(
-                    "{:<22} probe failed (run `lmrun bench --model {} --startup-probe {}`)\n", name,
-                    options.model_dir, prompt_len);
+    for (bool packed : {false, true}) {
+        if (packed && options.packed_cache_dir.empty()) continue;
+        if (packed) {
+            // An unmeasured start writes the packed weights; the measured ones map them.
+            if (!spawn_probe(options, 1, true).ok) {
+                std::cout << fmt::format("writing the packed cache in {} failed\n", options.packed_cache_dir);
                 return 1;
             }
-            if (cold && cached > 0.1) {
-                std::cout << fmt::format("{:<22} not measurable: {:.0f}% of the checkpoint stayed cached\n",
-                                         name, 100 * cached);
-                continue;
+            const std::vector<std::string> cache_files = checkpoint_files(options.packed_cache_dir);
+            files.insert(files.end(), cache_files.begin(), cache_files.end());
+        }
+        for (bool cold : {false, true}) {
+            if (cold && !options.cold) continue;
+            for (int64_t prompt_len : options.prompt_lens) {
+                if (!measure_scenario(options, Scenario{cold, prompt_len, packed}, files, rows)) return 1;
             }
-            const nlohmann::json& r = run.report;
-            const double weights = r["weight_bytes"].get<double>();
-            const double peak = r["peak_rss_bytes"].get<double>();
-            const double target_s = cold ? 3.0 : 1.0;
-            const bool time_met = run.wall_first_token_s < target_s;
-            const bool memory_met = peak <= weights + 300 * kMiB;
-            std::cout << fmt::format(
-                "{:<22} {:>7.2f} {:>8.2f} {:>9.2f} {:>10.0f} {:>12.1f}   first token < {:.0f} s {}, peak <= "
-                "weights {:.0f} + 300 MiB {}\n",
-                name, r["load_s"].get<double>(), r["ready_s"].get<double>(), run.wall_first_token_s,
-                peak / kMiB, r["kv_resident_bytes"].get<double>() / kMiB, target_s,
-                time_met ? "met" : "MISSED", weights / kMiB, memory_met ? "met" : "MISSED");
-            nlohmann::json row = r;
-            row["scenario"] = name;
-            row["page_cache"] = cold ? "cold" : "warm";
-            row["prompt_tokens"] = prompt_len;
-            row["cached_fraction_before"] = cached;
-            row["wall_first_token_s"] = run.wall_first_token_s;
-            row["first_token_target_met"] = time_met;
-            row["peak_rss_target_met"] = memory_met;
-            rows.push_back(row);
         }
     }
     json["startup"] = rows;

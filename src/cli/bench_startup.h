@@ -5,7 +5,8 @@
 // ready, time to first token (the parent's clock, from spawning the process),
 // and the process's peak resident memory. Runs with the page cache warm and,
 // where this machine lets the checkpoint's pages be dropped (posix_fadvise
-// DONTNEED on its files, which touches no other process's cache), cold.
+// DONTNEED on its files, which touches no other process's cache), cold; with a
+// packed weight cache directory, also starts that map the packed weights from it.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,9 @@ struct StartupBenchOptions {
     int64_t repeats = 3;
     std::vector<int64_t> prompt_lens{1, 512};
     bool cold = true;  // also measure with the checkpoint dropped from the page cache
+    // Not empty: every scenario is measured again with `--packed-cache DIR` (its file written by
+    // an unmeasured probe first); a probe given it maps the packed weights from there.
+    std::string packed_cache_dir;
 };
 
 // The parent: spawns probes, prints a table with the targets of issue 17, fills `json`.

@@ -1,7 +1,5 @@
 #include "cli/cli_options.h"
 
-#include <sched.h>
-
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +9,7 @@
 #include "cli/exit_codes.h"
 #include "core/json_io.h"
 #include "core/logging.h"
+#include "core/parallel.h"
 
 namespace lmrun::cli {
 namespace {
@@ -63,9 +62,7 @@ CLI::Validator unsigned_integer() {
 }
 
 int capped_threads(int requested) {
-    cpu_set_t allowed;
-    int cpus = 1;
-    if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) cpus = std::max(1, CPU_COUNT(&allowed));
+    const int cpus = available_cpus();
     if (requested <= 0) return 0;
     if (requested <= cpus) return requested;
     log_warn("--threads {} is more than the {} CPUs this process may use: using {}", requested, cpus, cpus);
@@ -142,6 +139,10 @@ void EngineOptions::add_to(CLI::App& app) {
                    "How ranks run: uni (one process), mp (worker processes on this machine; the default for "
                    "-tp > 1), mpi (ranks started by mpirun/srun)")
         ->check(CLI::IsMember({"uni", "mp", "mpi"}));
+    app.add_option("--packed-cache", packed_cache_dir,
+                   "Write the packed weights to a file in this directory once (created if missing); later "
+                   "starts map it instead of packing the checkpoint (checked against the checkpoint's files "
+                   "and settings; a stale or damaged file is rebuilt)");
     app.add_option("--kv-offload-dir", kv_offload_dir,
                    "KV tier below RAM: write computed KV blocks to this directory (created if missing) and "
                    "load them back instead of recomputing, across restarts and processes");
@@ -174,6 +175,7 @@ EngineConfig EngineOptions::to_config() const {
     config.tensor_parallel_size = tensor_parallel_size;
     config.distributed_executor_backend = distributed_executor_backend;
     config.kv_offload_dir = kv_offload_dir;
+    config.packed_cache_dir = packed_cache_dir;
     config.kv_offload_bytes = int64_t(kv_offload_size_gib * double(1ll << 30));
     return config;
 }

@@ -35,6 +35,7 @@ struct EngineOptions {
     int tensor_parallel_size = 1;
     std::string distributed_executor_backend;
     std::string kv_offload_dir;
+    std::string packed_cache_dir;
     double kv_offload_size_gib = 10;
 
     void add_to(CLI::App& app);

@@ -45,8 +45,9 @@ Result<std::unique_ptr<ModelRunner>> load_runner(const EngineConfig& engine, int
     LMRUN_ASSIGN_OR_RETURN(DType dtype, resolve_weight_dtype(engine.dtype, model_config));
     LMRUN_ASSIGN_OR_RETURN(WeightQuantization quantization,
                            parse_weight_quantization(engine.quantization, engine.unquantized_embeddings));
-    LMRUN_ASSIGN_OR_RETURN(std::unique_ptr<CausalLM> model,
-                           CausalLM::load(engine.model_dir, model_config, dtype, {}, quantization));
+    LMRUN_ASSIGN_OR_RETURN(
+        std::unique_ptr<CausalLM> model,
+        CausalLM::load(engine.model_dir, model_config, dtype, {}, quantization, engine.packed_cache_dir));
     ModelRunnerConfig runner = engine.runner;
     runner.max_model_len = std::min(context, model_config.max_position_embeddings);
     runner.max_num_batched_tokens = std::min<int64_t>(runner.max_num_batched_tokens, runner.max_model_len);

@@ -13,6 +13,9 @@ namespace lmrun {
 // are capped to them) and binds them to cores.
 void configure_threads(int num_threads);
 int num_threads();
+// The CPUs this process may run on (also when the OpenMP runtime already pinned this thread
+// to one core); asks the runtime to bind, as configure_threads does.
+int available_cpus();
 
 // Splits [0, count) into contiguous chunks, one per thread; fn(begin, end). With one thread
 // (e.g. a tensor-parallel rank per core) it calls fn directly: libgomp allocates a new team

@@ -32,6 +32,38 @@ LinearWeight LinearWeight::pack_int8(const int8_t* q, const float* scales, int64
     return builder.finish();
 }
 
+size_t LinearWeight::packed_nbytes(int64_t out_features, int64_t in_features, DType storage_dtype) {
+    const int64_t padding = in_padding(storage_dtype);
+    const int64_t padded_in = (in_features + padding - 1) / padding * padding;
+    const int64_t num_tiles = (out_features + kTileOutputs - 1) / kTileOutputs;
+    return size_t(num_tiles * padded_in * kTileOutputs) * dtype_size_bytes(storage_dtype);
+}
+
+LinearWeight LinearWeight::borrow_packed(const void* data, std::shared_ptr<const void> owner,
+                                         int64_t out_features, int64_t in_features, DType storage_dtype,
+                                         const float* scales, const int32_t* compensation) {
+    auto state = std::make_shared<LinearWeightState>();
+    PackedLinear& w = state->packed;
+    w.dtype = storage_dtype;
+    w.out_features = out_features;
+    w.in_features = in_features;
+    const int64_t padding = in_padding(storage_dtype);
+    w.padded_in = (in_features + padding - 1) / padding * padding;
+    w.num_tiles = (out_features + kTileOutputs - 1) / kTileOutputs;
+    w.data = data;
+    state->nbytes = packed_nbytes(out_features, in_features, storage_dtype);
+    state->borrowed = std::move(owner);
+    if (storage_dtype == DType::I8) {
+        const size_t outputs = size_t(w.num_tiles) * size_t(kTileOutputs);
+        state->scales.assign(scales, scales + outputs);
+        state->compensation.assign(compensation, compensation + outputs);
+        w.scales = state->scales.data();
+        w.compensation = state->compensation.data();
+        state->nbytes += outputs * (sizeof(float) + sizeof(int32_t));
+    }
+    return LinearWeight(std::move(state));
+}
+
 namespace {
 
 constexpr int64_t kMaxOnednnRows = 512;

@@ -32,6 +32,16 @@ class LinearWeight {
     // in_features] row-major in [-127, 127] (-128 is clamped to -127), w[n][k] = q[n][k] · scales[n].
     static LinearWeight pack_int8(const int8_t* q, const float* scales, int64_t out_features,
                                   int64_t in_features);
+    // A weight already in the packed layout (written earlier from packed().data, e.g. a packed
+    // weight cache file): `data` holds num_tiles tiles of the layout that out_features,
+    // in_features and storage_dtype imply (packed_nbytes() bytes), 64-byte aligned, and stays
+    // valid while `owner` lives; int8 weights also take their num_tiles * 64 scales and
+    // compensations (copied).
+    static LinearWeight borrow_packed(const void* data, std::shared_ptr<const void> owner,
+                                      int64_t out_features, int64_t in_features, DType storage_dtype,
+                                      const float* scales = nullptr, const int32_t* compensation = nullptr);
+    // Bytes of the packed tiles of such a weight (scales and compensations not included).
+    static size_t packed_nbytes(int64_t out_features, int64_t in_features, DType storage_dtype);
 
     int64_t out_features() const;
     int64_t in_features() const;

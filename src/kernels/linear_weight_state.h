@@ -16,8 +16,10 @@ struct LinearWeightState {
     PackedLinear packed;
     size_t nbytes = 0;
     std::unique_ptr<void, decltype(&std::free)> buffer{nullptr, &std::free};
-    std::vector<float> scales;          // int8 only
-    std::vector<int32_t> compensation;  // int8 only
+    std::shared_ptr<const void> borrowed;  // keeps alive memory the packed data lives in instead
+                                           // (a mapped packed-weight cache file)
+    std::vector<float> scales;             // int8 only
+    std::vector<int32_t> compensation;     // int8 only
     OnednnLinear onednn;
 };
 

@@ -1,6 +1,7 @@
 #include "model/causal_lm.h"
 
 #include <filesystem>
+#include <optional>
 
 #include "core/logging.h"
 #include "core/memory_info.h"
@@ -111,7 +112,8 @@ CausalLM::CausalLM(const ModelConfig& config, DType weight_dtype, const Parallel
 
 Result<std::unique_ptr<CausalLM>> CausalLM::load(const std::string& model_dir, const ModelConfig& config,
                                                  DType weight_dtype, const ParallelConfig& parallel,
-                                                 const WeightQuantization& quantization) {
+                                                 const WeightQuantization& quantization,
+                                                 const std::string& packed_cache_dir) {
     if (weight_dtype != DType::F32 && weight_dtype != DType::BF16) {
         return make_error(ErrorKind::Unsupported, "{}: weights can be held as F32 or BF16, not {}", model_dir,
                           dtype_name(weight_dtype));
@@ -136,13 +138,58 @@ Result<std::unique_ptr<CausalLM>> CausalLM::load(const std::string& model_dir, c
     std::unique_ptr<CausalLM> model(new CausalLM(config, weight_dtype, parallel));
     const double built_s = now_seconds();
     LMRUN_RETURN_IF_ERROR(model->choose_quantization(quantization));
+    std::optional<PackedCacheKey> cache_key;
+    bool cached = false;
+    if (!packed_cache_dir.empty()) {
+        LMRUN_ASSIGN_OR_RETURN(cache_key, packed_cache_key(packed_cache_dir, checkpoint, weight_dtype,
+                                                           quantization, parallel.tp_rank, parallel.tp_size));
+        cached = model->use_packed_cache(*cache_key);
+    }
     LMRUN_RETURN_IF_ERROR(model->load_weights(checkpoint));
     log_debug(
-        "load: checkpoint opened in {:.0f} ms, model built (rope cache) in {:.0f} ms, {:.1f} MiB packed in "
+        "load: checkpoint opened in {:.0f} ms, model built (rope cache) in {:.0f} ms, {:.1f} MiB {} in "
         "{:.0f} ms; {:.0f} ms of CPU in all",
         1e3 * (opened_s - start_s), 1e3 * (built_s - opened_s), double(model->weight_nbytes()) / (1 << 20),
-        1e3 * (now_seconds() - built_s), 1e3 * (process_cpu_seconds() - start_cpu_s));
+        cached ? "mapped from the packed cache" : "packed", 1e3 * (now_seconds() - built_s),
+        1e3 * (process_cpu_seconds() - start_cpu_s));
+    if (cache_key && !cached) model->write_packed_cache(*cache_key);
     return model;
+}
+
+template <typename Fn>
+void CausalLM::for_each_packed(Fn&& fn) {
+    fn(lm_head_);
+    for (DecoderLayer& layer : layers_) {
+        fn(layer.self_attn.qkv_proj);
+        fn(layer.self_attn.o_proj);
+        fn(layer.mlp.gate_up_proj);
+        fn(layer.mlp.down_proj);
+    }
+}
+
+bool CausalLM::use_packed_cache(const PackedCacheKey& key) {
+    std::vector<PackedWeightShape> shapes;
+    for_each_packed([&](auto& layer) { shapes.push_back(layer.packed_shape()); });
+    Result<std::vector<kernels::LinearWeight>> weights = read_packed_cache(key, shapes);
+    if (!weights.ok()) {
+        if (weights.error().kind != ErrorKind::NotFound)
+            log_warn("packed cache not used, packing from the checkpoint and rewriting it: {}",
+                     weights.error().message);
+        return false;
+    }
+    size_t next = 0;
+    for_each_packed([&](auto& layer) { layer.use_packed(std::move(weights.value()[next++])); });
+    return true;
+}
+
+void CausalLM::write_packed_cache(const PackedCacheKey& key) {
+    std::vector<const kernels::LinearWeight*> weights;
+    for_each_packed([&](auto& layer) { weights.push_back(&layer.packed()); });
+    const Stopwatch clock;
+    Status written = lmrun::write_packed_cache(key, weights);
+    if (!written.ok()) return log_warn("packed cache not written: {}", written.error().message);
+    log_info("packed weights written to {} in {:.2f} s (later starts map them)", key.path,
+             clock.elapsed_seconds());
 }
 
 Result<LinearQuant> CausalLM::linear_quant(std::initializer_list<std::string> layer_names) const {
@@ -200,6 +247,7 @@ Status CausalLM::load_layer(const Checkpoint& checkpoint, int64_t index, Decoder
     // checkpoint stores the layer in int8.
     auto load_projection = [&](const std::string& name, const LinearBase& linear, auto&& load_weight,
                                auto&& load_scale) -> Status {
+        if (!linear.packed().empty()) return ok_status();  // from the packed cache
         LMRUN_ASSIGN_OR_RETURN(const TensorInfo* weight, get(name + ".weight"));
         LMRUN_RETURN_IF_ERROR(load_weight(*weight));
         if (linear.quantization() != LinearQuant::Int8Checkpoint) return ok_status();
@@ -255,8 +303,10 @@ Status CausalLM::load_weights(const Checkpoint& checkpoint) {
     const TensorInfo* src = nullptr;
     LMRUN_ASSIGN_OR_RETURN(src, checkpoint.get("model.embed_tokens.weight"));
     // Tied models use the embedding table even when the file also stores lm_head.weight.
+    // A head from the packed cache is not loaded again.
+    const bool head_packed = !lm_head_.packed().empty();
     if (config_.tie_word_embeddings) {
-        LMRUN_RETURN_IF_ERROR(lm_head_.load_weight(*src));
+        if (!head_packed) LMRUN_RETURN_IF_ERROR(lm_head_.load_weight(*src));
         lm_head_.finalize();
         // Rounding to the storage dtype (or int8 rows) is the same either way, so the lookup
         // reads the head.
@@ -266,8 +316,8 @@ Status CausalLM::load_weights(const Checkpoint& checkpoint) {
         LMRUN_RETURN_IF_ERROR(embed_tokens_.load_weight(*src));
         checkpoint.release_tensors("model.embed_tokens.");
         LMRUN_ASSIGN_OR_RETURN(src, checkpoint.get("lm_head.weight"));
-        LMRUN_RETURN_IF_ERROR(lm_head_.load_weight(*src));
-        if (config_.quantization && config_.quantization->quantizes("lm_head")) {
+        if (!head_packed) LMRUN_RETURN_IF_ERROR(lm_head_.load_weight(*src));
+        if (!head_packed && config_.quantization && config_.quantization->quantizes("lm_head")) {
             LMRUN_ASSIGN_OR_RETURN(WeightScale scale, read_weight_scale(checkpoint, "lm_head", *src));
             LMRUN_RETURN_IF_ERROR(lm_head_.load_weight_scale(scale.info));
         }

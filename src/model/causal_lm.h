@@ -25,10 +25,13 @@ class CausalLM {
     // Builds the model and fills every parameter from the checkpoint in `model_dir`.
     // weight_dtype: F32 or BF16 (what unquantized weights are stored as in memory). Layers the
     // checkpoint stores in int8 (config.quantization) stay int8; `quantization` may quantize the
-    // others at load (quantization_config.h).
+    // others at load (quantization_config.h). packed_cache_dir (when not empty): the packed linear
+    // weights are mapped from a file there when one matches, else packed and written there
+    // (packed_weight_cache.h); a file that does not match is reported in one log line and rebuilt.
     static Result<std::unique_ptr<CausalLM>> load(const std::string& model_dir, const ModelConfig& config,
                                                   DType weight_dtype, const ParallelConfig& parallel = {},
-                                                  const WeightQuantization& quantization = {});
+                                                  const WeightQuantization& quantization = {},
+                                                  const std::string& packed_cache_dir = "");
 
     // Runs all layers over the step's tokens: buffers.hidden/residual hold the
     // un-normalized last hidden state afterwards. kv_layers: one per layer.
@@ -65,6 +68,13 @@ class CausalLM {
     Status choose_quantization(const WeightQuantization& quantization);
     Result<LinearQuant> linear_quant(std::initializer_list<std::string> layer_names) const;
     Status load_weights(const Checkpoint& checkpoint);
+    // Every packed linear weight in the cache file's order: the LM head, then per layer qkv, o,
+    // gate_up and down. fn(layer) gets a ParallelLMHead or a LinearBase.
+    template <typename Fn>
+    void for_each_packed(Fn&& fn);
+    // Takes the weights from the packed cache when it holds them (true), else leaves them to load.
+    bool use_packed_cache(const PackedCacheKey& key);
+    void write_packed_cache(const PackedCacheKey& key);
     Status load_layer(const Checkpoint& checkpoint, int64_t index, DecoderLayer& layer);
 
     ModelConfig config_;

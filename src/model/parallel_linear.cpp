@@ -31,7 +31,15 @@ void LinearBase::set_quantization(LinearQuant quant) {
     if (quant == LinearQuant::Int8Checkpoint) staged_scale_ = Tensor::zeros(DType::F32, {out_features_, 1});
 }
 
+PackedWeightShape LinearBase::packed_shape() const {
+    return {out_features_, in_features_, weight_builder_.storage_dtype()};
+}
+
 void LinearBase::finalize() {
+    if (!packed_.empty()) {
+        staged_scale_ = Tensor();
+        return;
+    }
     if (quant_ == LinearQuant::Int8Checkpoint)
         weight_builder_.set_scales(0, staged_scale_.data<float>(), out_features_);
     packed_ = weight_builder_.finish();

@@ -14,6 +14,7 @@
 #include "kernels/linear.h"
 #include "kernels/linear_weight_builder.h"
 #include "model/forward_context.h"
+#include "model/packed_weight_cache.h"
 #include "model/safetensors.h"
 #include "model/weight_loader.h"
 
@@ -40,6 +41,11 @@ class LinearBase {
     void forward(const float* x, int64_t num_rows, float* y, LinearPath path = LinearPath::Fastest) const;
     // The packed weight is complete (every part loaded): the kernels may use it.
     void finalize();
+    // What the packed weight is (its shape and storage dtype, known once the quantization is).
+    PackedWeightShape packed_shape() const;
+    // Takes an already packed weight of packed_shape() (a packed weight cache's): the loaders
+    // need not be given the weight (or its scales), and finalize() keeps this one.
+    void use_packed(kernels::LinearWeight weight) { packed_ = std::move(weight); }
     int64_t out_features() const { return out_features_; }
     int64_t in_features() const { return in_features_; }
     size_t weight_nbytes() const { return packed_.nbytes(); }

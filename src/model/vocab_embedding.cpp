@@ -68,7 +68,15 @@ Status ParallelLMHead::load_weight_scale(const TensorInfo& src) {
     return load_vocab_parallel(src, staged_scale_, parallel_);
 }
 
+PackedWeightShape ParallelLMHead::packed_shape() const {
+    return {weight_builder_.out_features(), weight_builder_.in_features(), weight_builder_.storage_dtype()};
+}
+
 void ParallelLMHead::finalize() {
+    if (!packed_.empty()) {
+        staged_scale_ = Tensor();
+        return;
+    }
     if (quant_ == LinearQuant::Int8Checkpoint)
         weight_builder_.set_scales(0, staged_scale_.data<float>(), weight_builder_.out_features());
     packed_ = weight_builder_.finish();

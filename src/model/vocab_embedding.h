@@ -62,6 +62,9 @@ class ParallelLMHead {
     Status load_weight_scale(const TensorInfo& src);  // F32 [vocab, 1], for Int8Checkpoint
     // The packed head is complete: the kernels may use it.
     void finalize();
+    // As LinearBase's (parallel_linear.h): the packed head's shape, and a head already packed.
+    PackedWeightShape packed_shape() const;
+    void use_packed(kernels::LinearWeight weight) { packed_ = std::move(weight); }
     // This rank's logit columns [num_rows, rows_per_rank()] for the given hidden rows only.
     void forward(const float* hidden, int64_t num_rows, float* logits, LinearPath path) const;
     int64_t vocab_size() const { return vocab_size_; }

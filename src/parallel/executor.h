@@ -39,6 +39,7 @@ struct ExecutorConfig {
     std::string model_dir;
     DType dtype = DType::BF16;
     WeightQuantization quantization;
+    std::string packed_cache_dir;  // "": none (CausalLM::load)
     ModelRunnerConfig runner;
     int tensor_parallel_size = 1;
     ExecutorBackend backend = ExecutorBackend::Uni;

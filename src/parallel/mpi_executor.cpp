@@ -32,6 +32,7 @@ Result<std::unique_ptr<Executor>> MpiExecutor::create(const ExecutorConfig& conf
     worker_config.model_dir = config.model_dir;
     worker_config.dtype = config.dtype;
     worker_config.quantization = config.quantization;
+    worker_config.packed_cache_dir = config.packed_cache_dir;
     LMRUN_ASSIGN_OR_RETURN(worker_config.runner, resolve_runner_config(config.runner, model_config));
     worker_config.runner.ranks_sharing_memory = world.local_size;
     worker_config.threads_per_rank = config.threads_per_rank;

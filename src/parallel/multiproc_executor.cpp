@@ -52,6 +52,7 @@ Status MultiprocExecutor::start(const ExecutorConfig& config) {
     worker_config.model_dir = config.model_dir;
     worker_config.dtype = config.dtype;
     worker_config.quantization = config.quantization;
+    worker_config.packed_cache_dir = config.packed_cache_dir;
     LMRUN_ASSIGN_OR_RETURN(worker_config.runner, resolve_runner_config(config.runner, model_config));
     worker_config.runner.ranks_sharing_memory = size;
     placements_ = plan_placement(size, config.threads_per_rank);

@@ -15,11 +15,12 @@
 namespace lmrun::parallel {
 
 // Loads this rank's shard of the model and logs what it loaded (and, when `load_seconds` is
-// given, stores how long that took there).
+// given, stores how long that took there); packed_cache_dir as in CausalLM::load.
 Result<std::unique_ptr<CausalLM>> load_rank_model(const std::string& model_dir, DType dtype,
                                                   const WeightQuantization& quantization,
                                                   const ParallelConfig& parallel,
-                                                  double* load_seconds = nullptr);
+                                                  double* load_seconds = nullptr,
+                                                  const std::string& packed_cache_dir = "");
 
 // Every rank calls this with the same config (rank 0 after broadcasting it). `load_seconds`:
 // as in load_rank_model.

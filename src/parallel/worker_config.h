@@ -18,6 +18,7 @@ struct WorkerConfig {
     std::string model_dir;
     DType dtype = DType::BF16;
     WeightQuantization quantization;        // --quantization int8: every rank quantizes its shard
+    std::string packed_cache_dir;           // --packed-cache: every rank its own file there
     ModelRunnerConfig runner;               // resolved (max_model_len set)
     std::vector<RankPlacement> placements;  // by rank (mp); empty: each rank places itself (mpi)
     int threads_per_rank = 0;               // mpi: 0 = the node's CPUs / its ranks
