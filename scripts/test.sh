@@ -3,9 +3,11 @@
 #   deps      scripts/install_deps.sh test
 #   format    clang-format-16 --dry-run --Werror on every tracked C++ file
 #   build     one Release tree (build/): the library, lmrun, the tools and the unit tests
+#             (src/ in unity batches: LMRUN_UNITY_BUILD)
 #   test      every CTest test of that tree (unit tests, ISA-capped goldens, the Node server suite)
-#   lint      clang-tidy-16 over src/ (.clang-tidy), from build/compile_commands.json
-#   sanitize  the unit tests that exercise memory, built with AddressSanitizer + UBSan (build-asan/)
+#   lint      clang-tidy-16 over src/ (.clang-tidy), in unity batches (scripts/run_clang_tidy.sh)
+#   sanitize  the unit tests that exercise memory, built with AddressSanitizer + UBSan (build-asan/;
+#             which tests, and why: CMakeLists.txt, LMRUN_SANITIZE_TEST_SOURCES)
 #   fuzz      every libFuzzer target for 60 s under ASan/UBSan (scripts/fuzz.sh, build-fuzz/)
 # Usage: scripts/test.sh                 every stage
 #        scripts/test.sh build test      only these stages (deps always runs first)
@@ -25,19 +27,18 @@ stage_deps() { bash scripts/install_deps.sh test; }
 stage_format() { bash scripts/check_format.sh; }
 
 stage_build() {
-    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMRUN_BUILD_TESTS=ON >/dev/null
+    cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DLMRUN_BUILD_TESTS=ON -DLMRUN_UNITY_BUILD=ON >/dev/null
     cmake --build build -j "$jobs"
 }
 
 stage_test() { ctest --test-dir build --output-on-failure -j "$jobs"; }
 
-stage_lint() { bash scripts/run_clang_tidy.sh build; }
+stage_lint() { bash scripts/run_clang_tidy.sh; }
 
 stage_sanitize() {
     cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLMRUN_SANITIZE=ON \
-        -DLMRUN_BUILD_TESTS=ON >/dev/null
-    # lmrun too: the process tests (serve options, worker ranks) spawn the binary of their own tree.
-    cmake --build build-asan -j "$jobs" --target lmrun_sanitize_tests lmrun
+        -DLMRUN_BUILD_TESTS=ON -DLMRUN_UNITY_BUILD=ON >/dev/null
+    cmake --build build-asan -j "$jobs" --target lmrun_sanitize_tests
     # libgomp's thread pool is intentionally kept until exit; it is not our leak.
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     LSAN_OPTIONS=suppressions="$PWD/scripts/lsan.supp" \

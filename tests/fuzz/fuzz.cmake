@@ -11,7 +11,9 @@ endif()
 
 include(cmake/parsing_dependencies.cmake)
 
-set(LMRUN_FUZZ_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g)
+# -O1 -g1 (after the build type's flags, so they win): the sanitizers' recommended level, with
+# line tables for their reports, at half the compile time of -O2 -g.
+set(LMRUN_FUZZ_FLAGS -O1 -g1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
 
 # What the targets parse with: core, the tokenizer and templates, the checkpoint readers,
 # and the request parser with SamplingParams. Globbed like the engine library, minus the
@@ -30,6 +32,8 @@ file(GLOB LMRUN_FUZZ_STRUCTURED_SOURCES CONFIGURE_DEPENDS src/structured/*.cpp)
 list(APPEND LMRUN_FUZZ_SOURCES ${LMRUN_FUZZ_STRUCTURED_SOURCES})
 
 add_library(lmrun_fuzz_lib STATIC ${LMRUN_FUZZ_SOURCES})
+# In unity batches: src/ compiles that way (the lint stage checks it), and it halves this build.
+set_target_properties(lmrun_fuzz_lib PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 16)
 target_include_directories(lmrun_fuzz_lib PUBLIC src)
 target_compile_options(lmrun_fuzz_lib PUBLIC ${LMRUN_FUZZ_FLAGS} PRIVATE -fsanitize=fuzzer-no-link)
 target_link_options(lmrun_fuzz_lib PUBLIC -fsanitize=address,undefined)

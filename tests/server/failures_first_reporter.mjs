@@ -4,10 +4,18 @@
 // Used by the integration tests in CMakeLists.txt (node --test-reporter=./failures_first_reporter.mjs).
 import { inspect } from 'node:util';
 
+// The test's error and every cause under it: the OpenAI client's "Connection error." says
+// only that fetch failed; why (a reset, a timeout, the server gone) is in the causes below it.
 function describeError(error) {
-  const cause = error?.cause ?? error;
-  if (cause instanceof Error) return cause.stack ?? String(cause);
-  return inspect(cause, { depth: 4 });
+  const lines = [];
+  let current = error?.cause ?? error;
+  for (let depth = 0; current !== undefined && current !== null && depth < 6; depth++) {
+    const text = current instanceof Error ? (current.stack ?? String(current)) : inspect(current, { depth: 4 });
+    lines.push(depth === 0 ? text : `caused by: ${text}`);
+    if (current?.code) lines.push(`  (code ${current.code})`);
+    current = current instanceof Error ? current.cause : undefined;
+  }
+  return lines.join('\n');
 }
 
 export default async function* failuresFirst(source) {

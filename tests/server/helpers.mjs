@@ -32,7 +32,13 @@ async function startLmrun(args, { timeoutMs = 60000, readyPath = '/health', laun
   const command = [...launcher, lmrunBin, ...args];
   const proc = spawn(command[0], command.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
+  let stopping = false;
   const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  // A server that exits while a test runs (a crash, or a test that killed it) shows its log in the
+  // test output: a client that only sees "Connection error." then still has the reason.
+  exited.then(({ code, signal }) => {
+    if (!stopping) process.stderr.write(`${args[0]} exited (code ${code}, signal ${signal}) before stop() was called; its log:\n${log}\n`);
+  });
   const port = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${args[0]} did not start:\n${log}`)), timeoutMs);
     proc.stderr.on('data', (data) => {
@@ -63,6 +69,7 @@ async function startLmrun(args, { timeoutMs = 60000, readyPath = '/health', laun
     // SIGTERM, then the exit code (null if it had to be killed).
     async stop({ timeoutMs: stopTimeoutMs = 30000 } = {}) {
       if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode;
+      stopping = true;
       proc.kill('SIGTERM');
       const timer = setTimeout(() => proc.kill('SIGKILL'), stopTimeoutMs);
       const { code } = await exited;
