@@ -99,7 +99,7 @@ Batch make_batch(const Scenario& s, unsigned seed) {
     return b;
 }
 
-void run(const Batch& b, Isa isa, bool reference, std::vector<float>& out) {
+void run_attention(const Batch& b, Isa isa, bool reference, std::vector<float>& out) {
     out.assign(size_t(b.num_tokens * b.s.num_heads * b.s.head_dim), NAN);
     float scale = 1.0f / std::sqrt(float(b.s.head_dim));
     int64_t num_seqs = int64_t(b.s.seqs.size());
@@ -142,14 +142,14 @@ class PagedAttention : public ::testing::TestWithParam<Scenario> {};
 TEST_P(PagedAttention, EveryIsaMatchesReference) {
     Batch b = make_batch(GetParam(), 42);
     std::vector<float> want, got;
-    run(b, Isa::Avx2, true, want);
+    run_attention(b, Isa::Avx2, true, want);
     for (float x : want) ASSERT_TRUE(std::isfinite(x));
     std::vector<Isa> isas = {Isa::Avx2};
     if (kernel_isa() >= Isa::Avx512) isas.push_back(Isa::Avx512);
     if (kernel_isa() >= Isa::Avx512Vnni) isas.push_back(Isa::Avx512Vnni);
     if (kernel_isa() >= Isa::Avx512Bf16) isas.push_back(Isa::Avx512Bf16);
     for (Isa isa : isas) {
-        run(b, isa, false, got);
+        run_attention(b, isa, false, got);
         expect_matches(got, want, isa, b.s.dtype, isa_name(isa));
     }
     // The public entry point (kernel_isa() dispatch) and a second call on warm scratch.
@@ -215,7 +215,7 @@ TEST(PagedAttention, ScaledCachesTrackAnF32Cache) {
             Batch exact = make_batch({head_dim, 16, 8, 4, DType::F32, seqs}, 7);
             Batch quantized = make_batch({head_dim, 16, 8, 4, dtype, seqs}, 7);  // same values
             std::vector<float> want, got;
-            run(exact, kernel_isa(), false, want);
+            run_attention(exact, kernel_isa(), false, want);
             float scale = 1.0f / std::sqrt(float(head_dim));
             got.assign(want.size(), NAN);
             paged_attention(quantized.q.data(), quantized.q_stride, int64_t(seqs.size()),

@@ -14,7 +14,7 @@ std::vector<int32_t> iota_tokens(int32_t first, int64_t count) {
     return tokens;
 }
 
-std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
+std::vector<int32_t> concat_ids(std::vector<int32_t> a, const std::vector<int32_t>& b) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
 }
@@ -86,7 +86,7 @@ TEST(BlockManager, SharesPrefixBlocksAcrossSequences) {
     EXPECT_EQ(manager.prefix_cache_queries(), 2);  // (10 - 1) / 4 full blocks looked up
     EXPECT_EQ(manager.prefix_cache_hits(), 0);
 
-    Sequence b(2, concat(iota_tokens(0, 8), {100, 101, 102}), {});
+    Sequence b(2, concat_ids(iota_tokens(0, 8), {100, 101, 102}), {});
     EXPECT_EQ(admit(manager, b), 8);
     ASSERT_EQ(b.block_table.size(), 3u);
     EXPECT_EQ(b.block_table[0], a.block_table[0]);
@@ -102,7 +102,7 @@ TEST(BlockManager, SharesPrefixBlocksAcrossSequences) {
     EXPECT_EQ(manager.prefix_cache_hits(), 2);
 
     // A diverging first block shares nothing.
-    Sequence c(3, concat({99}, iota_tokens(1, 9)), {});
+    Sequence c(3, concat_ids({99}, iota_tokens(1, 9)), {});
     EXPECT_EQ(admit(manager, c), 0);
     EXPECT_EQ(manager.prefix_cache_hits(), 2);
 
@@ -181,10 +181,10 @@ TEST(BlockManager, CachedFreeBlocksCountAgainstTheFreePool) {
     compute_all(manager, a);
     manager.deallocate(a);
     std::vector<int32_t> cached;
-    Sequence fits(2, concat(iota_tokens(0, 4), {7, 8}), {});
+    Sequence fits(2, concat_ids(iota_tokens(0, 4), {7, 8}), {});
     EXPECT_EQ(manager.match_prefix(fits, cached), 4);
     EXPECT_TRUE(manager.can_allocate(fits, cached, 2));  // 1 new block, 1 left after the 2 hits
-    Sequence too_long(3, concat(iota_tokens(0, 4), {7, 8, 9}), {});
+    Sequence too_long(3, concat_ids(iota_tokens(0, 4), {7, 8, 9}), {});
     EXPECT_EQ(manager.match_prefix(too_long, cached), 4);
     EXPECT_FALSE(manager.can_allocate(too_long, cached, 3));  // 2 new blocks needed
 }
@@ -196,10 +196,10 @@ uint64_t depth_only_hash(std::span<const int32_t>, uint64_t prefix_hash) {
 
 TEST(BlockManager, HashCollisionIsNotAHit) {
     BlockManager manager(8, 4, true, &depth_only_hash);
-    Sequence a(1, concat(iota_tokens(0, 8), {0}), {});
+    Sequence a(1, concat_ids(iota_tokens(0, 8), {0}), {});
     admit(manager, a);
     compute_all(manager, a);
-    Sequence b(2, concat(iota_tokens(0, 4), {9, 9, 9, 9, 0}), {});
+    Sequence b(2, concat_ids(iota_tokens(0, 4), {9, 9, 9, 9, 0}), {});
     std::vector<int32_t> cached;
     // Block 0 matches for real; block 1 has the same hash but other tokens.
     EXPECT_EQ(manager.match_prefix(b, cached), 4);

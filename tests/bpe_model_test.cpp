@@ -5,14 +5,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "test_util.h"
+
 namespace lmrun {
 namespace {
 
-BpeModel make(const std::string& json) {
-    auto model = BpeModel::from_json(nlohmann::json::parse(json));
-    EXPECT_TRUE(model.ok()) << (model.ok() ? "" : model.error().message);
-    return std::move(model).value();
-}
+using testing::from_json_text;
 
 std::vector<int32_t> encode(const BpeModel& model, const std::string& piece) {
     std::vector<int32_t> ids;
@@ -22,22 +20,24 @@ std::vector<int32_t> encode(const BpeModel& model, const std::string& piece) {
 
 TEST(BpeModel, LowerRankMergesFirst) {
     const std::string vocab = R"("vocab": {"a": 0, "b": 1, "c": 2, "ab": 3, "bc": 4, "abc": 5})";
-    const auto bc_first = make("{" + vocab + R"(, "merges": ["b c", "a b", "ab c"]})");
+    const auto bc_first = from_json_text<BpeModel>("{" + vocab + R"(, "merges": ["b c", "a b", "ab c"]})");
     EXPECT_EQ(encode(bc_first, "abc"), (std::vector<int32_t>{0, 4}));
-    const auto ab_first = make("{" + vocab + R"(, "merges": [["a", "b"], ["b", "c"], ["ab", "c"]]})");
+    const auto ab_first =
+        from_json_text<BpeModel>("{" + vocab + R"(, "merges": [["a", "b"], ["b", "c"], ["ab", "c"]]})");
     EXPECT_EQ(encode(ab_first, "abc"), (std::vector<int32_t>{5}));
     EXPECT_EQ(encode(ab_first, "abc"), (std::vector<int32_t>{5}));  // cached
     EXPECT_EQ(encode(ab_first, ""), (std::vector<int32_t>{}));
 }
 
 TEST(BpeModel, EqualRanksMergeLeftmostFirst) {
-    const auto model = make(R"({"vocab": {"a": 0, "aa": 1}, "merges": ["a a"]})");
+    const auto model = from_json_text<BpeModel>(R"({"vocab": {"a": 0, "aa": 1}, "merges": ["a a"]})");
     EXPECT_EQ(encode(model, "aaa"), (std::vector<int32_t>{1, 0}));
     EXPECT_EQ(encode(model, "aaaa"), (std::vector<int32_t>{1, 1}));
 }
 
 TEST(BpeModel, ByteFallbackAndUnknowns) {
-    const auto fallback = make(R"({"vocab": {"<unk>": 0, "<0xC3>": 1, "<0xA9>": 2, "a": 3}, "merges": [],
+    const auto fallback =
+        from_json_text<BpeModel>(R"({"vocab": {"<unk>": 0, "<0xC3>": 1, "<0xA9>": 2, "a": 3}, "merges": [],
                                   "unk_token": "<unk>", "byte_fallback": true})");
     EXPECT_EQ(encode(fallback,
                      "a\xC3\xA9"
@@ -45,22 +45,25 @@ TEST(BpeModel, ByteFallbackAndUnknowns) {
               (std::vector<int32_t>{3, 1, 2, 3}));
     EXPECT_EQ(encode(fallback, "a\xE4\xB8\xAD"), (std::vector<int32_t>{3, 0}));  // bytes missing: unk
     const std::string unk_vocab = R"("vocab": {"<unk>": 0, "a": 1}, "merges": [], "unk_token": "<unk>")";
-    EXPECT_EQ(encode(make("{" + unk_vocab + R"(, "fuse_unk": true})"), "xya"), (std::vector<int32_t>{0, 1}));
-    EXPECT_EQ(encode(make("{" + unk_vocab + R"(, "fuse_unk": false})"), "xya"),
+    EXPECT_EQ(encode(from_json_text<BpeModel>("{" + unk_vocab + R"(, "fuse_unk": true})"), "xya"),
+              (std::vector<int32_t>{0, 1}));
+    EXPECT_EQ(encode(from_json_text<BpeModel>("{" + unk_vocab + R"(, "fuse_unk": false})"), "xya"),
               (std::vector<int32_t>{0, 0, 1}));
     // Without an unk token, unknown characters are dropped.
-    EXPECT_EQ(encode(make(R"({"vocab": {"a": 0}, "merges": []})"), "xa"), (std::vector<int32_t>{0}));
+    EXPECT_EQ(encode(from_json_text<BpeModel>(R"({"vocab": {"a": 0}, "merges": []})"), "xa"),
+              (std::vector<int32_t>{0}));
 }
 
 TEST(BpeModel, ContinuingSubwordPrefix) {
-    const auto model = make(R"({"vocab": {"a": 0, "##b": 1, "ab": 2, "b": 3}, "merges": ["a ##b"],
+    const auto model =
+        from_json_text<BpeModel>(R"({"vocab": {"a": 0, "##b": 1, "ab": 2, "b": 3}, "merges": ["a ##b"],
                                "continuing_subword_prefix": "##"})");
     EXPECT_EQ(encode(model, "ab"), (std::vector<int32_t>{2}));
     EXPECT_EQ(encode(model, "b"), (std::vector<int32_t>{3}));
 }
 
 TEST(BpeModel, VocabLookups) {
-    const auto model = make(R"({"vocab": {"a": 0, "c": 2}, "merges": []})");
+    const auto model = from_json_text<BpeModel>(R"({"vocab": {"a": 0, "c": 2}, "merges": []})");
     EXPECT_EQ(model.num_ids(), 3);
     EXPECT_EQ(model.token_to_id("c"), 2);
     EXPECT_FALSE(model.token_to_id("b").has_value());

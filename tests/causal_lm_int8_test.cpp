@@ -11,6 +11,7 @@
 #include "engine/model_runner.h"
 #include "model/checkpoint.h"
 #include "model/random_checkpoint.h"
+#include "numeric_test_util.h"
 #include "runner_test_util.h"
 #include "test_util.h"
 
@@ -53,19 +54,6 @@ std::vector<float> prompt_logits(ModelRunner& runner) {
     for (int32_t r = int32_t(kPrompt.size()) - 8; r < int32_t(kPrompt.size()); ++r) rows.push_back(r);
     auto logits = runner.compute_logits_at(seq, rows);
     return std::vector<float>(logits.begin(), logits.end());
-}
-
-double correlation(const float* a, const float* b, size_t n) {
-    double mean_a = 0, mean_b = 0;
-    for (size_t i = 0; i < n; ++i) mean_a += a[i], mean_b += b[i];
-    mean_a /= double(n), mean_b /= double(n);
-    double ab = 0, aa = 0, bb = 0;
-    for (size_t i = 0; i < n; ++i) {
-        ab += (a[i] - mean_a) * (b[i] - mean_b);
-        aa += (a[i] - mean_a) * (a[i] - mean_a);
-        bb += (b[i] - mean_b) * (b[i] - mean_b);
-    }
-    return ab / std::sqrt(aa * bb);
 }
 
 std::string write_checkpoint(const std::string& dir, const ModelConfig& config,
@@ -124,7 +112,9 @@ TEST_P(Int8Checkpoint, MatchesQuantizingTheFloatCheckpointAtLoad) {
     std::vector<float> reference = prompt_logits(*unquantized);
     const size_t vocab = size_t(config.vocab_size);
     for (size_t row = 0; row < 8; ++row)
-        EXPECT_GT(correlation(&got[row * vocab], &reference[row * vocab], vocab), 0.99) << row;
+        EXPECT_GT(correlation(std::span(&got[row * vocab], vocab), std::span(&reference[row * vocab], vocab)),
+                  0.99)
+            << row;
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, Int8Checkpoint,
@@ -159,7 +149,9 @@ TEST(Int8CheckpointVariants, PerTensorScalesBf16ScalesAndIgnoredLayersLoad) {
         EXPECT_TRUE(runner->model().has_int8_weights()) << name;
         std::vector<float> got = prompt_logits(*runner);
         for (size_t row = 0; row < 8; ++row)
-            EXPECT_GT(correlation(&got[row * vocab], &reference[row * vocab], vocab), 0.98)
+            EXPECT_GT(
+                correlation(std::span(&got[row * vocab], vocab), std::span(&reference[row * vocab], vocab)),
+                0.98)
                 << name << " " << row;
         if (name == "mixed") {
             auto checkpoint = Checkpoint::open(base + "/" + name);
@@ -229,7 +221,7 @@ TEST(Int8Qwen3Tiny, LogitsCorrelateWithBf16) {
     std::vector<float> got = prompt_logits(*quantized);
     const size_t vocab = size_t(bf16->model().config().vocab_size);
     for (size_t row = 0; row < 8; ++row) {
-        double r = correlation(&got[row * vocab], &want[row * vocab], vocab);
+        double r = correlation(std::span(&got[row * vocab], vocab), std::span(&want[row * vocab], vocab));
         EXPECT_GT(r, 0.99) << "position " << row;
     }
     EXPECT_LT(quantized->model().weight_nbytes(), bf16->model().weight_nbytes() * 6 / 10);

@@ -14,8 +14,6 @@
 namespace lmrun::testing {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
 const Json& qwen3_config() {
     static const Json config = [] {
         std::ifstream in(testdata_path("qwen3-tokenizer/tokenizer_config.json"));
@@ -41,7 +39,7 @@ std::string render_with_jinja2(const Json& messages, const Json& kwargs) {
     return text;
 }
 
-const char* const kTools = R"([
+const char* const kWeatherTools = R"([
   {"type": "function", "function": {"name": "get_weather", "description": "Current weather in a city",
    "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name"},
                   "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["city"]}}},
@@ -77,7 +75,7 @@ TEST(ChatTemplateTools, Qwen3ConversationsWithToolsMatchJinja2) {
     for (const auto& [name, messages] : conversations()) {
         for (bool thinking : {true, false}) {
             ChatTemplateOptions options;
-            options.extra_kwargs["tools"] = Json::parse(kTools);
+            options.extra_kwargs["tools"] = Json::parse(kWeatherTools);
             if (!thinking) options.extra_kwargs["enable_thinking"] = false;
             auto rendered = chat_template->apply(messages, options);
             ASSERT_TRUE(rendered.ok()) << name << ": " << rendered.error().message;

@@ -40,7 +40,7 @@ std::vector<std::string> qwen_tiny_names(bool qk_norm, bool bias) {
     return names;
 }
 
-void expect_shape(const Checkpoint& checkpoint, const std::string& name, std::vector<int64_t> shape) {
+void expect_bf16_shape(const Checkpoint& checkpoint, const std::string& name, std::vector<int64_t> shape) {
     Result<const TensorInfo*> tensor = checkpoint.get(name);
     ASSERT_TRUE(tensor.ok()) << tensor.error().message;
     EXPECT_EQ((*tensor)->shape, shape) << name;
@@ -53,15 +53,15 @@ TEST(Checkpoint, OpensQwen3Tiny) {
     EXPECT_EQ(checkpoint->tensor_names(), qwen_tiny_names(/*qk_norm=*/true, /*bias=*/false));
     EXPECT_EQ(checkpoint->find("lm_head.weight"), nullptr);
     EXPECT_EQ(checkpoint->num_files(), 1u);
-    expect_shape(*checkpoint, "model.embed_tokens.weight", {151936, 128});
-    expect_shape(*checkpoint, "model.layers.2.self_attn.q_proj.weight", {256, 128});
-    expect_shape(*checkpoint, "model.layers.2.self_attn.k_proj.weight", {64, 128});
-    expect_shape(*checkpoint, "model.layers.2.self_attn.v_proj.weight", {64, 128});
-    expect_shape(*checkpoint, "model.layers.2.self_attn.o_proj.weight", {128, 256});
-    expect_shape(*checkpoint, "model.layers.0.self_attn.q_norm.weight", {32});
-    expect_shape(*checkpoint, "model.layers.0.self_attn.k_norm.weight", {32});
-    expect_shape(*checkpoint, "model.layers.1.mlp.gate_proj.weight", {384, 128});
-    expect_shape(*checkpoint, "model.layers.1.mlp.down_proj.weight", {128, 384});
+    expect_bf16_shape(*checkpoint, "model.embed_tokens.weight", {151936, 128});
+    expect_bf16_shape(*checkpoint, "model.layers.2.self_attn.q_proj.weight", {256, 128});
+    expect_bf16_shape(*checkpoint, "model.layers.2.self_attn.k_proj.weight", {64, 128});
+    expect_bf16_shape(*checkpoint, "model.layers.2.self_attn.v_proj.weight", {64, 128});
+    expect_bf16_shape(*checkpoint, "model.layers.2.self_attn.o_proj.weight", {128, 256});
+    expect_bf16_shape(*checkpoint, "model.layers.0.self_attn.q_norm.weight", {32});
+    expect_bf16_shape(*checkpoint, "model.layers.0.self_attn.k_norm.weight", {32});
+    expect_bf16_shape(*checkpoint, "model.layers.1.mlp.gate_proj.weight", {384, 128});
+    expect_bf16_shape(*checkpoint, "model.layers.1.mlp.down_proj.weight", {128, 384});
     // Parameter count from the README's table, in BF16 bytes.
     size_t per_layer = 256 * 128 + 2 * 64 * 128 + 128 * 256 + 3 * 384 * 128 + 2 * 128 + 2 * 32;
     EXPECT_EQ(checkpoint->total_nbytes(), 2 * (151936 * 128 + 3 * per_layer + 128));
@@ -71,10 +71,10 @@ TEST(Checkpoint, OpensQwen2TinyWithBiases) {
     Result<Checkpoint> checkpoint = Checkpoint::open(testdata_path("qwen2-tiny"));
     ASSERT_TRUE(checkpoint.ok()) << checkpoint.error().message;
     EXPECT_EQ(checkpoint->tensor_names(), qwen_tiny_names(/*qk_norm=*/false, /*bias=*/true));
-    expect_shape(*checkpoint, "model.layers.0.self_attn.q_proj.weight", {256, 128});
-    expect_shape(*checkpoint, "model.layers.0.self_attn.q_proj.bias", {256});
-    expect_shape(*checkpoint, "model.layers.0.self_attn.k_proj.bias", {64});
-    expect_shape(*checkpoint, "model.layers.0.self_attn.v_proj.bias", {64});
+    expect_bf16_shape(*checkpoint, "model.layers.0.self_attn.q_proj.weight", {256, 128});
+    expect_bf16_shape(*checkpoint, "model.layers.0.self_attn.q_proj.bias", {256});
+    expect_bf16_shape(*checkpoint, "model.layers.0.self_attn.k_proj.bias", {64});
+    expect_bf16_shape(*checkpoint, "model.layers.0.self_attn.v_proj.bias", {64});
     EXPECT_EQ(checkpoint->find("model.layers.0.self_attn.o_proj.bias"), nullptr);
 }
 
@@ -127,7 +127,7 @@ TEST(Checkpoint, OpensShardedFolderAndSurvivesMove) {
     EXPECT_EQ(missing.error().message, dir + ": tensor c not found in any of the 2 safetensors files");
 }
 
-void expect_open_error(const std::string& dir, std::initializer_list<std::string> needles) {
+void expect_checkpoint_open_error(const std::string& dir, std::initializer_list<std::string> needles) {
     Result<Checkpoint> checkpoint = Checkpoint::open(dir);
     ASSERT_FALSE(checkpoint.ok());
     for (const std::string& needle : needles)
@@ -135,47 +135,48 @@ void expect_open_error(const std::string& dir, std::initializer_list<std::string
 }
 
 TEST(Checkpoint, RejectsMissingFolder) {
-    expect_open_error("/nonexistent/lmrun_ckpt", {"/nonexistent/lmrun_ckpt", "not found"});
+    expect_checkpoint_open_error("/nonexistent/lmrun_ckpt", {"/nonexistent/lmrun_ckpt", "not found"});
 }
 
 TEST(Checkpoint, RejectsFolderWithoutWeights) {
     std::string dir = make_temp_dir("checkpoint_no_weights");
-    expect_open_error(dir, {dir, "no weights file", "model.safetensors", "model.safetensors.index.json"});
+    expect_checkpoint_open_error(
+        dir, {dir, "no weights file", "model.safetensors", "model.safetensors.index.json"});
 }
 
 TEST(Checkpoint, RejectsCorruptSingleFileNamingIt) {
     std::string dir = make_temp_dir("checkpoint_corrupt");
     std::ofstream(dir + "/model.safetensors") << "abc";
-    expect_open_error(dir, {dir + "/model.safetensors", "shorter than the 8-byte"});
+    expect_checkpoint_open_error(dir, {dir + "/model.safetensors", "shorter than the 8-byte"});
 }
 
 TEST(Checkpoint, RejectsMalformedIndex) {
     std::string dir = make_sharded_dir("checkpoint_bad_index", {1}, {2});
     std::string index = dir + "/model.safetensors.index.json";
     std::ofstream(index, std::ios::trunc) << R"({"weight_map": {"a": )";
-    expect_open_error(dir, {index, "malformed JSON"});
+    expect_checkpoint_open_error(dir, {index, "malformed JSON"});
     std::ofstream(index, std::ios::trunc) << R"({"metadata": {}})";
-    expect_open_error(dir, {index, "weight_map"});
+    expect_checkpoint_open_error(dir, {index, "weight_map"});
     std::ofstream(index, std::ios::trunc) << R"({"weight_map": {"a": 3}})";
-    expect_open_error(dir, {index, "'a'"});
+    expect_checkpoint_open_error(dir, {index, "'a'"});
     std::ofstream(index, std::ios::trunc)
         << R"({"weight_map": {"a": "../model-00001-of-00002.safetensors"}})";
-    expect_open_error(dir, {index, "invalid shard"});
+    expect_checkpoint_open_error(dir, {index, "invalid shard"});
 }
 
 TEST(Checkpoint, RejectsIndexNamingMissingShard) {
     std::string dir = make_sharded_dir("checkpoint_missing_shard", {1}, {2});
     std::filesystem::remove(dir + "/model-00002-of-00002.safetensors");
-    expect_open_error(dir, {dir + "/model.safetensors.index.json", "model-00002-of-00002.safetensors", "'b'",
-                            "does not exist"});
+    expect_checkpoint_open_error(dir, {dir + "/model.safetensors.index.json",
+                                       "model-00002-of-00002.safetensors", "'b'", "does not exist"});
 }
 
 TEST(Checkpoint, RejectsIndexNamingTensorAbsentFromItsShard) {
     std::string dir = make_sharded_dir("checkpoint_absent_tensor", {1}, {2});
     std::ofstream(dir + "/model.safetensors.index.json", std::ios::trunc)
         << R"({"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00001-of-00002.safetensors"}})";
-    expect_open_error(dir, {dir + "/model.safetensors.index.json", "'b'", "model-00001-of-00002.safetensors",
-                            "no such tensor"});
+    expect_checkpoint_open_error(dir, {dir + "/model.safetensors.index.json", "'b'",
+                                       "model-00001-of-00002.safetensors", "no such tensor"});
 }
 
 }  // namespace

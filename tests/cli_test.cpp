@@ -16,23 +16,8 @@
 namespace lmrun::testing {
 namespace {
 
-struct CommandResult {
-    int exit_code = -1;
-    std::string output;  // stdout and stderr together
-};
-
 CommandResult run_lmrun(const std::string& arguments) {
-    std::string command = std::string(LMRUN_BINARY_DIR) + "/lmrun " + arguments + " 2>&1";
-    CommandResult result;
-    FILE* pipe = popen(command.c_str(), "r");
-    if (!pipe) return result;
-    std::array<char, 4096> buffer;
-    size_t count;
-    while ((count = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-        result.output.append(buffer.data(), count);
-    int status = pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return result;
+    return run_shell_command(std::string(LMRUN_BINARY_DIR) + "/lmrun " + arguments);
 }
 
 std::string stories_dir() {

@@ -15,12 +15,12 @@ namespace {
 
 using testing::testdata_path;
 
-nlohmann::json stories_config() {
+nlohmann::json stories_config_json() {
     return testing::read_json_file(testdata_path("stories260k/config.json"));
 }
 
 Error parse_error_with(const std::string& field, nlohmann::json value) {
-    nlohmann::json json = stories_config();
+    nlohmann::json json = stories_config_json();
     json[field] = std::move(value);
     Result<ModelConfig> config = parse_model_config(json, "m/config.json");
     EXPECT_FALSE(config.ok()) << field;
@@ -43,7 +43,7 @@ TEST(ConfigLimits, HugeSizesNameTheFieldAndTheLimit) {
         {"num_attention_heads", 1000000}, {"max_position_embeddings", 1000000000},
     };
     for (const auto& [field, value] : cases) {
-        nlohmann::json json = stories_config();
+        nlohmann::json json = stories_config_json();
         json[field] = value;
         if (std::string(field) == "num_attention_heads") json["num_key_value_heads"] = value;
         Result<ModelConfig> config = parse_model_config(json, "m/config.json");
@@ -59,7 +59,7 @@ TEST(ConfigLimits, HugeSizesNameTheFieldAndTheLimit) {
 }
 
 TEST(ConfigLimits, GqaGroupsLargerThanATileAreUnsupported) {
-    nlohmann::json json = stories_config();
+    nlohmann::json json = stories_config_json();
     json["num_attention_heads"] = 256;
     json["num_key_value_heads"] = 2;
     json["head_dim"] = 8;
@@ -70,7 +70,7 @@ TEST(ConfigLimits, GqaGroupsLargerThanATileAreUnsupported) {
 }
 
 TEST(ConfigLimits, NonFiniteNumbersAreRejected) {
-    nlohmann::json json = stories_config();
+    nlohmann::json json = stories_config_json();
     json["rope_theta"] = std::numeric_limits<double>::infinity();  // text JSON cannot say this; a DOM can
     Result<ModelConfig> config = parse_model_config(json, "m/config.json");
     ASSERT_FALSE(config.ok());

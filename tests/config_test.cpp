@@ -20,7 +20,7 @@ nlohmann::json minimal_config() {
 }
 
 // Parses `json` and expects an error that mentions every piece of `needles`.
-void expect_error(const nlohmann::json& json, std::initializer_list<std::string> needles) {
+void expect_config_error(const nlohmann::json& json, std::initializer_list<std::string> needles) {
     Result<ModelConfig> config = parse_model_config(json, "cfg/config.json");
     ASSERT_FALSE(config.ok());
     EXPECT_NE(config.error().message.find("cfg/config.json"), std::string::npos) << config.error().message;
@@ -124,7 +124,8 @@ TEST(Config, ArchitectureFromModelTypeWhenNoArchitectures) {
 TEST(Config, RejectsUnsupportedArchitectureAndListsSupported) {
     nlohmann::json json = minimal_config();
     json["architectures"] = {"MistralForCausalLM"};
-    expect_error(json, {"MistralForCausalLM", "LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"});
+    expect_config_error(json,
+                        {"MistralForCausalLM", "LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"});
 }
 
 TEST(Config, RejectsMissingRequiredFields) {
@@ -132,38 +133,38 @@ TEST(Config, RejectsMissingRequiredFields) {
                               "vocab_size", "max_position_embeddings"}) {
         nlohmann::json json = minimal_config();
         json.erase(field);
-        expect_error(json, {"missing required field", field});
+        expect_config_error(json, {"missing required field", field});
     }
     nlohmann::json json = minimal_config();
     json.erase("architectures");
-    expect_error(json, {"architectures"});
+    expect_config_error(json, {"architectures"});
 }
 
 TEST(Config, RejectsWrongTypesAndValues) {
     nlohmann::json json = minimal_config();
     json["hidden_size"] = "64";
-    expect_error(json, {"hidden_size", "integer"});
+    expect_config_error(json, {"hidden_size", "integer"});
     json = minimal_config();
     json["num_hidden_layers"] = -2;
-    expect_error(json, {"num_hidden_layers", "positive"});
+    expect_config_error(json, {"num_hidden_layers", "positive"});
     json = minimal_config();
     json["num_key_value_heads"] = 3;
-    expect_error(json, {"num_key_value_heads"});
+    expect_config_error(json, {"num_key_value_heads"});
     json = minimal_config();
     json["torch_dtype"] = "float8_e4m3fn";
-    expect_error(json, {"torch_dtype", "float8_e4m3fn"});
+    expect_config_error(json, {"torch_dtype", "float8_e4m3fn"});
     json = minimal_config();
     json["eos_token_id"] = {1, "two"};
-    expect_error(json, {"eos_token_id"});
+    expect_config_error(json, {"eos_token_id"});
     json = minimal_config();
     json["tie_word_embeddings"] = 1;
-    expect_error(json, {"tie_word_embeddings"});
+    expect_config_error(json, {"tie_word_embeddings"});
 }
 
 TEST(Config, RejectsRopeScaling) {
     nlohmann::json json = minimal_config();
     json["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
-    expect_error(json, {"rope_scaling", "yarn"});
+    expect_config_error(json, {"rope_scaling", "yarn"});
 }
 
 TEST(Config, MissingFolderAndMissingFileAndMalformedJson) {

@@ -15,6 +15,7 @@
 
 #include "engine_test_util.h"
 #include "executor_test_util.h"
+#include "numeric_test_util.h"
 #include "runner_test_util.h"
 #include "test_util.h"
 
@@ -22,13 +23,6 @@ namespace lmrun::testing {
 namespace {
 
 class TensorParallel : public ::testing::TestWithParam<Launch> {};
-
-float max_abs_diff(std::span<const float> a, std::span<const float> b) {
-    EXPECT_EQ(a.size(), b.size());
-    float worst = 0;
-    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
-    return worst;
-}
 
 std::vector<float> copy_of(std::span<const float> logits) {
     return std::vector<float>(logits.begin(), logits.end());
@@ -111,20 +105,6 @@ TEST_P(TensorParallel, Qwen2TinyF32LogitsMatchOneProcess) {
 }
 
 // Pearson correlation of two equally long logit vectors.
-double correlation(std::span<const float> a, std::span<const float> b) {
-    double mean_a = 0, mean_b = 0;
-    for (size_t i = 0; i < a.size(); ++i) mean_a += a[i], mean_b += b[i];
-    mean_a /= double(a.size());
-    mean_b /= double(b.size());
-    double ab = 0, aa = 0, bb = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        ab += (a[i] - mean_a) * (b[i] - mean_b);
-        aa += (a[i] - mean_a) * (a[i] - mean_a);
-        bb += (b[i] - mean_b) * (b[i] - mean_b);
-    }
-    return ab / std::sqrt(aa * bb);
-}
-
 // int8 weights (quantized at load, each rank its shard: row-parallel layers get per-channel
 // scales of their slice, so not the one-process numbers) and an int8 KV cache under N ranks:
 // decode logits track the one-process int8 model as closely as int8 tracks BF16 (> 0.99; a

@@ -20,8 +20,8 @@
 namespace lmrun::jinja {
 namespace {
 
-Result<std::string> render(const std::string& source,
-                           const nlohmann::ordered_json& context = nlohmann::ordered_json::object()) {
+Result<std::string> render_source(const std::string& source,
+                                  const nlohmann::ordered_json& context = nlohmann::ordered_json::object()) {
     LMRUN_ASSIGN_OR_RETURN(std::unique_ptr<Template> tmpl, parse_template(source));
     ValueDict variables;
     for (const auto& [key, value] : context.items()) {
@@ -34,14 +34,14 @@ Result<std::string> render(const std::string& source,
 
 std::string render_ok(const std::string& source,
                       const nlohmann::ordered_json& context = nlohmann::ordered_json::object()) {
-    Result<std::string> result = render(source, context);
+    Result<std::string> result = render_source(source, context);
     EXPECT_TRUE(result.ok()) << source << "\n-> " << (result.ok() ? "" : result.error().message);
     return result.ok() ? result.value() : "<error>";
 }
 
-std::string render_error(const std::string& source,
-                         const nlohmann::ordered_json& context = nlohmann::ordered_json::object()) {
-    Result<std::string> result = render(source, context);
+std::string render_error_message(const std::string& source,
+                                 const nlohmann::ordered_json& context = nlohmann::ordered_json::object()) {
+    Result<std::string> result = render_source(source, context);
     EXPECT_FALSE(result.ok()) << source << "\n-> rendered " << (result.ok() ? result.value() : "");
     return result.ok() ? "" : result.error().message;
 }
@@ -299,71 +299,74 @@ TEST(JinjaFormat, TojsonKeepsKeyOrderAndUnicode) {
 
 // Errors carry the position of the offending token (1-based line and column).
 TEST(JinjaErrors, SyntaxErrorsNameLineAndColumn) {
-    EXPECT_EQ(render_error("{{ 1 + }}"), "line 1, column 8: expected an expression, got '}}'");
-    EXPECT_EQ(render_error("a\n{% if x %}\nb"),
+    EXPECT_EQ(render_error_message("{{ 1 + }}"), "line 1, column 8: expected an expression, got '}}'");
+    EXPECT_EQ(render_error_message("a\n{% if x %}\nb"),
               "line 2, column 4: unexpected end of template, expected 'endif' to close this tag");
-    EXPECT_EQ(render_error("{% foo %}"), "line 1, column 4: unknown or unsupported tag 'foo'");
-    EXPECT_EQ(render_error("x\n  {{ 'abc }}"), "line 2, column 6: unterminated string literal");
-    EXPECT_EQ(render_error("{{ x ; y }}"), "line 1, column 6: unexpected character ';' in expression");
-    EXPECT_EQ(render_error("{{ x"), "line 1, column 1: unclosed tag, expected '}}'");
-    EXPECT_EQ(render_error("ab{# x"), "line 1, column 3: unclosed comment, expected '#}'");
-    EXPECT_EQ(render_error("{% raw %}x"),
+    EXPECT_EQ(render_error_message("{% foo %}"), "line 1, column 4: unknown or unsupported tag 'foo'");
+    EXPECT_EQ(render_error_message("x\n  {{ 'abc }}"), "line 2, column 6: unterminated string literal");
+    EXPECT_EQ(render_error_message("{{ x ; y }}"),
+              "line 1, column 6: unexpected character ';' in expression");
+    EXPECT_EQ(render_error_message("{{ x"), "line 1, column 1: unclosed tag, expected '}}'");
+    EXPECT_EQ(render_error_message("ab{# x"), "line 1, column 3: unclosed comment, expected '#}'");
+    EXPECT_EQ(render_error_message("{% raw %}x"),
               "line 1, column 1: unclosed {% raw %} block, expected {% endraw %}");
-    EXPECT_EQ(render_error("{% break %}"), "line 1, column 4: 'break' outside of a loop");
-    EXPECT_EQ(render_error("{% for x in xs recursive %}{% endfor %}"),
+    EXPECT_EQ(render_error_message("{% break %}"), "line 1, column 4: 'break' outside of a loop");
+    EXPECT_EQ(render_error_message("{% for x in xs recursive %}{% endfor %}"),
               "line 1, column 16: recursive loops are not supported");
-    EXPECT_EQ(render_error("{{ f(a=1, 2) }}"),
+    EXPECT_EQ(render_error_message("{{ f(a=1, 2) }}"),
               "line 1, column 11: positional argument follows keyword argument");
     // Unknown filters and tests fail at parse time (as in Jinja), even in branches never taken.
-    EXPECT_EQ(render_error("{% if false %}{{ x | nofilter }}{% endif %}"),
+    EXPECT_EQ(render_error_message("{% if false %}{{ x | nofilter }}{% endif %}"),
               "line 1, column 20: unknown filter 'nofilter'");
-    EXPECT_EQ(render_error("{{ x is nothing }}"), "line 1, column 6: unknown test 'nothing'");
+    EXPECT_EQ(render_error_message("{{ x is nothing }}"), "line 1, column 6: unknown test 'nothing'");
 }
 
 TEST(JinjaErrors, RuntimeErrorsNameLineAndColumn) {
-    EXPECT_EQ(render_error("\n  {{ a.b.c }}", {{"a", nlohmann::ordered_json::object()}}),
+    EXPECT_EQ(render_error_message("\n  {{ a.b.c }}", {{"a", nlohmann::ordered_json::object()}}),
               "line 2, column 9: 'dict object' has no attribute 'b'");
-    EXPECT_EQ(render_error("{{ y.z }}"), "line 1, column 5: 'y' is undefined");
-    EXPECT_EQ(render_error("{{ 1 / 0 }}"), "line 1, column 6: division by zero");
-    EXPECT_EQ(render_error("{{ 'a' + 1 }}"),
+    EXPECT_EQ(render_error_message("{{ y.z }}"), "line 1, column 5: 'y' is undefined");
+    EXPECT_EQ(render_error_message("{{ 1 / 0 }}"), "line 1, column 6: division by zero");
+    EXPECT_EQ(render_error_message("{{ 'a' + 1 }}"),
               "line 1, column 8: unsupported operand type(s) for +: 'str' and 'int'");
-    EXPECT_EQ(render_error("{% for x in 5 %}{% endfor %}"),
+    EXPECT_EQ(render_error_message("{% for x in 5 %}{% endfor %}"),
               "line 1, column 13: 'int' object is not iterable");
-    EXPECT_EQ(render_error("{% set ns.x = 1 %}"),
+    EXPECT_EQ(render_error_message("{% set ns.x = 1 %}"),
               "line 1, column 4: cannot assign attribute on non-namespace object 'ns'");
-    EXPECT_EQ(render_error("{{ raise_exception('Only user and assistant roles are supported!') }}"),
+    EXPECT_EQ(render_error_message("{{ raise_exception('Only user and assistant roles are supported!') }}"),
               "line 1, column 19: raise_exception: Only user and assistant roles are supported!");
-    EXPECT_EQ(render_error("{{ 1 < 'a' }}"),
+    EXPECT_EQ(render_error_message("{{ 1 < 'a' }}"),
               "line 1, column 4: '<' not supported between instances of 'int' and 'str'");
-    EXPECT_EQ(render_error("{{ missing() }}"), "line 1, column 11: 'missing' is undefined");
-    EXPECT_EQ(render_error("{{ 'x'.split('') }}"), "line 1, column 13: empty separator");
-    EXPECT_EQ(render_error("{{ [1][::0] }}"), "line 1, column 7: slice step cannot be zero");
-    EXPECT_EQ(render_error("{{ {'a': 1}|tojson(separators='x') }}"),
+    EXPECT_EQ(render_error_message("{{ missing() }}"), "line 1, column 11: 'missing' is undefined");
+    EXPECT_EQ(render_error_message("{{ 'x'.split('') }}"), "line 1, column 13: empty separator");
+    EXPECT_EQ(render_error_message("{{ [1][::0] }}"), "line 1, column 7: slice step cannot be zero");
+    EXPECT_EQ(render_error_message("{{ {'a': 1}|tojson(separators='x') }}"),
               "line 1, column 12: tojson: separators must be a pair of strings");
-    EXPECT_EQ(render_error("{{ x|tojson }}"),
+    EXPECT_EQ(render_error_message("{{ x|tojson }}"),
               "line 1, column 5: Object of type Undefined is not JSON serializable");
 }
 
 TEST(JinjaErrors, ResourceLimitsAreErrors) {
-    EXPECT_NE(render_error("{{ range(1000000)|length }}").find("range() is too big"), std::string::npos);
-    EXPECT_NE(render_error("{{ 'x' * 100000000000 }}").find("too large"), std::string::npos);
-    EXPECT_NE(render_error("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}").find("nested too deeply"),
+    EXPECT_NE(render_error_message("{{ range(1000000)|length }}").find("range() is too big"),
               std::string::npos);
-    EXPECT_NE(render_error("{{ 9223372036854775807 + 1 }}").find("overflow"), std::string::npos);
-    EXPECT_NE(render_error("{{ 99999999999999999999 }}").find("out of range"), std::string::npos);
+    EXPECT_NE(render_error_message("{{ 'x' * 100000000000 }}").find("too large"), std::string::npos);
+    EXPECT_NE(
+        render_error_message("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}").find("nested too deeply"),
+        std::string::npos);
+    EXPECT_NE(render_error_message("{{ 9223372036854775807 + 1 }}").find("overflow"), std::string::npos);
+    EXPECT_NE(render_error_message("{{ 99999999999999999999 }}").find("out of range"), std::string::npos);
     const std::string deep_parens = std::string(5000, '(') + "1" + std::string(5000, ')');
-    EXPECT_NE(render_error("{{ " + deep_parens + " }}").find("nested too deeply"), std::string::npos);
+    EXPECT_NE(render_error_message("{{ " + deep_parens + " }}").find("nested too deeply"), std::string::npos);
     std::string deep_ifs;
     for (int i = 0; i < 1000; ++i) deep_ifs += "{% if true %}";
-    EXPECT_NE(render_error(deep_ifs).find("nested too deeply"), std::string::npos);
-    EXPECT_NE(render_error("{{ " + std::string(5000, '[') + std::string(5000, ']') + " }}")
+    EXPECT_NE(render_error_message(deep_ifs).find("nested too deeply"), std::string::npos);
+    EXPECT_NE(render_error_message("{{ " + std::string(5000, '[') + std::string(5000, ']') + " }}")
                   .find("nested too deeply"),
               std::string::npos);
-    EXPECT_NE(render_error("{{ " + std::string(3000, '-') + "1 }}").find("nested too deeply"),
+    EXPECT_NE(render_error_message("{{ " + std::string(3000, '-') + "1 }}").find("nested too deeply"),
               std::string::npos);
     // Values cannot be nested without bound through a namespace in a loop...
     EXPECT_NE(
-        render_error(
+        render_error_message(
             "{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}")
             .find("nested too deeply"),
         std::string::npos);
@@ -441,7 +444,7 @@ TEST(JinjaErrors, MalformedTemplatesAreErrorsNotCrashes) {
     };
     for (const char* source : kMalformed) {
         SCOPED_TRACE(source);
-        Result<std::string> result = render(source);
+        Result<std::string> result = render_source(source);
         EXPECT_FALSE(result.ok()) << "rendered: " << result.value();
         if (!result.ok()) {
             EXPECT_EQ(result.error().message.rfind("line ", 0), 0u) << result.error().message;
@@ -465,10 +468,10 @@ TEST(JinjaRobustness, TruncatedAndMutatedTemplatesNeverCrash) {
                          {"role": "assistant", "content": "<think>r</think>a", "tool_calls": [{"function": {"name": "f", "arguments": {"x": 1}}}]},
                          {"role": "tool", "content": "t"}],
             "tools": [{"name": "f"}], "add_generation_prompt": true})");
-    EXPECT_TRUE(render(source, context).ok());
+    EXPECT_TRUE(render_source(source, context).ok());
     size_t num_ok = 0;
     for (size_t length = 0; length <= source.size(); length += 11) {
-        num_ok += render(source.substr(0, length), context).ok() ? 1 : 0;
+        num_ok += render_source(source.substr(0, length), context).ok() ? 1 : 0;
     }
     EXPECT_GT(num_ok, 0u);
     std::mt19937 rng(1234);
@@ -478,7 +481,7 @@ TEST(JinjaRobustness, TruncatedAndMutatedTemplatesNeverCrash) {
         const int num_edits = 1 + static_cast<int>(rng() % 3);
         for (int edit = 0; edit < num_edits; ++edit)
             mutated[rng() % mutated.size()] = alphabet[rng() % alphabet.size()];
-        (void)render(mutated, context);  // must return, either way
+        (void)render_source(mutated, context);  // must return, either way
     }
 }
 

@@ -13,19 +13,12 @@
 
 #include "structured/grammar_compiler.h"
 #include "structured_test_util.h"
+#include "test_util.h"
 
 namespace lmrun::structured {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
-std::vector<std::pair<std::string, Json>> test_schemas() {
-    std::ifstream in(std::string(LMRUN_SOURCE_DIR) + "/tests/structured/schemas.json");
-    const Json all = Json::parse(in);
-    std::vector<std::pair<std::string, Json>> out;
-    for (const Json& entry : all) out.emplace_back(entry["name"].get<std::string>(), entry["schema"]);
-    return out;
-}
+using testing::Json;
 
 std::shared_ptr<const CompiledGrammar> compile_schema(const Json& schema) {
     auto grammar = grammar_from_json_schema(schema);
@@ -34,7 +27,7 @@ std::shared_ptr<const CompiledGrammar> compile_schema(const Json& schema) {
 }
 
 TEST(JsonSchemaConverter, RandomGenerationsEndAndValidate) {
-    const auto schemas = test_schemas();
+    const auto schemas = testing::schema_corpus();
     ASSERT_GE(schemas.size(), 30u);
     std::vector<std::pair<Json, std::string>> records;
     std::vector<std::string> labels;
@@ -62,7 +55,7 @@ TEST(JsonSchemaConverter, AcceptedEditsStillValidate) {
     const std::string edits = "0123456789-.,:\"{}[] aeEtrufnl\\";
     std::vector<std::pair<Json, std::string>> records;
     int num_rejected = 0;
-    for (const auto& [name, schema] : test_schemas()) {
+    for (const auto& [name, schema] : testing::schema_corpus()) {
         auto compiled = compile_schema(schema);
         GrammarMatcher generator(compiled);
         bool terminated = false;

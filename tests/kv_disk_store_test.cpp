@@ -19,6 +19,7 @@ namespace lmrun {
 namespace {
 
 namespace fs = std::filesystem;
+using lmrun::testing::kv_block_files;
 using lmrun::testing::make_temp_dir;
 
 // A payload of `sizes` segments filled from `seed`.
@@ -54,7 +55,7 @@ std::unique_ptr<KvDiskStore> open_store(const std::string& dir, int64_t capacity
     return std::move(store).value();
 }
 
-bool get(KvDiskStore& store, const KvBlockKey& key, Payload& out) {
+bool get_block(KvDiskStore& store, const KvBlockKey& key, Payload& out) {
     auto segments = out.segments();
     return store.get(key, std::span<const std::span<std::byte>>(segments));
 }
@@ -62,13 +63,6 @@ bool get(KvDiskStore& store, const KvBlockKey& key, Payload& out) {
 Status put(KvDiskStore& store, const KvBlockKey& key, const Payload& payload) {
     auto segments = payload.segments();
     return store.put(key, std::span<const std::span<const std::byte>>(segments));
-}
-
-std::vector<fs::path> block_files(const std::string& dir) {
-    std::vector<fs::path> files;
-    for (const auto& entry : fs::directory_iterator(dir))
-        if (entry.path().extension() == ".kvb") files.push_back(entry.path());
-    return files;
 }
 
 TEST(KvDiskStore, RoundTripIsBitIdentical) {
@@ -79,7 +73,7 @@ TEST(KvDiskStore, RoundTripIsBitIdentical) {
     ASSERT_TRUE(put(*store, key, written).ok());
     EXPECT_TRUE(store->contains(key));
     Payload read(kSizes, 2);
-    ASSERT_TRUE(get(*store, key, read));
+    ASSERT_TRUE(get_block(*store, key, read));
     EXPECT_EQ(read.parts, written.parts);
     const KvBlockStoreStats stats = store->stats();
     EXPECT_EQ(stats.hits, 1);
@@ -95,7 +89,7 @@ TEST(KvDiskStore, AnotherProcessOrRestartFindsTheBlock) {
     ASSERT_TRUE(put(*open_store(dir), {7, 8}, written).ok());
     auto other = open_store(dir);  // a second replica, or the same server restarted
     Payload read(kSizes, 4);
-    ASSERT_TRUE(get(*other, {7, 8}, read));
+    ASSERT_TRUE(get_block(*other, {7, 8}, read));
     EXPECT_EQ(read.parts, written.parts);
 }
 
@@ -103,10 +97,10 @@ TEST(KvDiskStore, WrongKeyModelOrSizeIsAMiss) {
     auto store = open_store(make_temp_dir("kv_store_wrong_key"));
     ASSERT_TRUE(put(*store, {1, 2}, Payload(kSizes, 5)).ok());
     Payload read(kSizes, 6);
-    EXPECT_FALSE(get(*store, {1, 3}, read));  // another block
-    EXPECT_FALSE(get(*store, {9, 2}, read));  // another model identity
+    EXPECT_FALSE(get_block(*store, {1, 3}, read));  // another block
+    EXPECT_FALSE(get_block(*store, {9, 2}, read));  // another model identity
     Payload longer({64, 1000, 3, 4097}, 6);
-    EXPECT_FALSE(get(*store, {1, 2}, longer));  // another shape
+    EXPECT_FALSE(get_block(*store, {1, 2}, longer));  // another shape
     EXPECT_EQ(store->stats().misses, 3);
     EXPECT_EQ(store->stats().hits, 0);
 }
@@ -115,12 +109,12 @@ TEST(KvDiskStore, FileRenamedUnderAnotherKeyIsAMiss) {
     const std::string dir = make_temp_dir("kv_store_renamed");
     auto store = open_store(dir);
     ASSERT_TRUE(put(*store, {1, 2}, Payload(kSizes, 5)).ok());
-    auto files = block_files(dir);
+    auto files = kv_block_files(dir);
     ASSERT_EQ(files.size(), 1u);
     // The header names the key: a file copied to another key's name does not pass for it.
     fs::rename(files[0], fs::path(dir) / "0000000000000001-0000000000000005.kvb");
     Payload read(kSizes, 6);
-    EXPECT_FALSE(get(*store, {1, 5}, read));
+    EXPECT_FALSE(get_block(*store, {1, 5}, read));
     EXPECT_EQ(store->stats().corrupt, 1);
 }
 
@@ -131,16 +125,16 @@ void expect_damage_is_a_miss(const std::string& name, Damage damage) {
     auto store = open_store(dir);
     const KvBlockKey key{11, 22};
     ASSERT_TRUE(put(*store, key, Payload(kSizes, 7)).ok());
-    auto files = block_files(dir);
+    auto files = kv_block_files(dir);
     ASSERT_EQ(files.size(), 1u);
     damage(files[0]);
     Payload read(kSizes, 8);
-    EXPECT_FALSE(get(*store, key, read)) << name;
+    EXPECT_FALSE(get_block(*store, key, read)) << name;
     EXPECT_EQ(store->stats().corrupt, 1) << name;
-    EXPECT_TRUE(block_files(dir).empty()) << name << ": the damaged file stays";
+    EXPECT_TRUE(kv_block_files(dir).empty()) << name << ": the damaged file stays";
     // The next put stores it again.
     ASSERT_TRUE(put(*store, key, Payload(kSizes, 7)).ok());
-    EXPECT_TRUE(get(*store, key, read));
+    EXPECT_TRUE(get_block(*store, key, read));
 }
 
 void flip_byte(const fs::path& path, int64_t offset) {
@@ -185,11 +179,11 @@ TEST(KvDiskStore, SizeBoundHoldsWhenWritingTenTimesIt) {
         ASSERT_TRUE(put(*store, {1, i}, payload).ok());
         ASSERT_LE(store->used_bytes(), capacity) << "after block " << i;
     }
-    EXPECT_EQ(int64_t(block_files(dir).size()), 10);
+    EXPECT_EQ(int64_t(kv_block_files(dir).size()), 10);
     EXPECT_EQ(store->stats().evictions, 90);
     Payload read(kSizes, 10);
-    EXPECT_TRUE(get(*store, {1, 99}, read));  // the newest stays
-    EXPECT_FALSE(store->contains({1, 0}));    // the oldest went
+    EXPECT_TRUE(get_block(*store, {1, 99}, read));  // the newest stays
+    EXPECT_FALSE(store->contains({1, 0}));          // the oldest went
 }
 
 TEST(KvDiskStore, BoundIsSharedByProcessesOnTheDirectory) {
@@ -214,7 +208,7 @@ TEST(KvDiskStore, LeastRecentlyUsedBlockIsEvictedFirst) {
         tick();
     }
     Payload read(kSizes, 13);
-    ASSERT_TRUE(get(*store, {1, 0}, read));  // block 0 is now the most recently used
+    ASSERT_TRUE(get_block(*store, {1, 0}, read));  // block 0 is now the most recently used
     tick();
     ASSERT_TRUE(put(*store, {1, 3}, payload).ok());
     EXPECT_TRUE(store->contains({1, 0}));
@@ -271,7 +265,7 @@ TEST(KvDiskStore, RandomFilesNeverCrashAndAreMisses) {
     ASSERT_TRUE(put(*store, {5, 0}, valid).ok());
     std::string valid_bytes;
     {
-        std::ifstream in(block_files(dir)[0], std::ios::binary);
+        std::ifstream in(kv_block_files(dir)[0], std::ios::binary);
         valid_bytes.assign(std::istreambuf_iterator<char>(in), {});
     }
     ASSERT_EQ(int64_t(valid_bytes.size()), file_bytes);
@@ -295,7 +289,7 @@ TEST(KvDiskStore, RandomFilesNeverCrashAndAreMisses) {
         const std::string name = fmt::format("{}/{:016x}-{:016x}.kvb", dir, 5, i);
         std::ofstream(name, std::ios::binary) << bytes;
         Payload read(kSizes, 18);
-        const bool hit = get(*store, {5, i}, read);
+        const bool hit = get_block(*store, {5, i}, read);
         num_hits += hit;
         if (hit) EXPECT_EQ(read.parts, valid.parts);  // only possible if the damage undid itself
     }
@@ -305,7 +299,7 @@ TEST(KvDiskStore, RandomFilesNeverCrashAndAreMisses) {
     std::ofstream(fs::path(dir) / "notes.txt") << "hello";
     ASSERT_TRUE(put(*store, {5, 1000}, valid).ok());
     Payload read(kSizes, 19);
-    EXPECT_TRUE(get(*store, {5, 1000}, read));
+    EXPECT_TRUE(get_block(*store, {5, 1000}, read));
     EXPECT_EQ(read.parts, valid.parts);
 }
 

@@ -16,9 +16,15 @@ namespace lmrun {
 namespace {
 
 namespace fs = std::filesystem;
-using namespace lmrun::testing;
+using testing::Golden;
+using testing::kv_block_files;
+using testing::make_engine;
+using testing::make_temp_dir;
+using testing::stories_config;
+using testing::stories_goldens;
+using testing::testdata_path;
 
-EngineConfig qwen3_tiny_config() {
+EngineConfig qwen3_tiny_offload_config() {
     EngineConfig config;
     config.model_dir = testdata_path("qwen3-tiny");
     config.runner.max_num_seqs = 4;
@@ -76,13 +82,6 @@ void expect_identical(const CompletionOutput& a, const CompletionOutput& b, cons
     }
 }
 
-std::vector<fs::path> block_files(const std::string& dir) {
-    std::vector<fs::path> files;
-    for (const auto& entry : fs::directory_iterator(dir))
-        if (entry.path().extension() == ".kvb") files.push_back(entry.path());
-    return files;
-}
-
 class KvOffloadEngine : public ::testing::TestWithParam<TierCase> {
   protected:
     EngineConfig config_with(const std::string& dir) const {
@@ -104,7 +103,7 @@ TEST_P(KvOffloadEngine, RestartedEngineLoadsThePromptAndAnswersBitIdentically) {
         ram_hit = run_one(*engine, "ram", prompt);  // the same split as a load from disk: cached + rest
         EXPECT_EQ(engine->stats().num_prompt_tokens_loaded, 0);
     }  // destroyed: every queued block is written
-    EXPECT_GE(int64_t(block_files(dir).size()), num_loadable / 16);
+    EXPECT_GE(int64_t(kv_block_files(dir).size()), num_loadable / 16);
     auto restarted = make_engine(config_with(dir));
     const CompletionOutput warm = run_one(*restarted, "warm", prompt);
     EXPECT_EQ(warm.token_ids, cold.token_ids);
@@ -126,7 +125,7 @@ TEST_P(KvOffloadEngine, CorruptedBlockFilesAreMissesNotCrashes) {
         auto engine = make_engine(config_with(dir));
         cold = run_one(*engine, "cold", prompt);
     }
-    const auto files = block_files(dir);
+    const auto files = kv_block_files(dir);
     ASSERT_FALSE(files.empty());
     for (const fs::path& file : files) {
         std::fstream stream(file, std::ios::in | std::ios::out | std::ios::binary);
@@ -163,7 +162,7 @@ TEST_P(KvOffloadEngine, DirectoryStaysWithinItsBoundUnderTenTimesItsWrites) {
         }
     }
     EXPECT_LE((*store)->used_bytes(), config.kv_offload_bytes);
-    for (const fs::path& file : block_files(dir)) {
+    for (const fs::path& file : kv_block_files(dir)) {
         EXPECT_EQ(int64_t(fs::file_size(file)), file_bytes);
         ++num_written;
     }
@@ -187,7 +186,7 @@ TEST_P(KvOffloadEngine, AnotherModelIdentityFindsNothing) {
 
 INSTANTIATE_TEST_SUITE_P(Models, KvOffloadEngine,
                          ::testing::Values(TierCase{"stories260k", &stories_config},
-                                           TierCase{"qwen3_tiny", &qwen3_tiny_config}),
+                                           TierCase{"qwen3_tiny", &qwen3_tiny_offload_config}),
                          [](const auto& info) { return info.param.name; });
 
 TEST(KvOffloadConfig, RefusedWhereItCannotWork) {

@@ -12,23 +12,19 @@
 
 #include "core/cpu_features.h"
 #include "kernels/linear.h"
+#include "numeric_test_util.h"
 
 namespace lmrun::kernels {
 namespace {
 
-std::vector<float> random_vector(size_t count, std::mt19937& rng, float range = 1.0f) {
-    std::uniform_real_distribution<float> dist(-range, range);
-    std::vector<float> values(count);
-    for (float& v : values) v = dist(rng);
-    return values;
-}
+using testing::random_vector;
 
-using LinearFn = void (*)(const float*, int64_t, const PackedLinear&, const float*, float*);
+using Int8LinearFn = void (*)(const float*, int64_t, const PackedLinear&, const float*, float*);
 
 // Every int8 path this CPU can run (each is also reached through linear() at its ISA level).
-std::vector<std::pair<std::string, LinearFn>> int8_paths() {
+std::vector<std::pair<std::string, Int8LinearFn>> int8_paths() {
     const CpuFeatures& f = cpu_features();
-    std::vector<std::pair<std::string, LinearFn>> paths = {{"avx2", linear_int8_avx2}};
+    std::vector<std::pair<std::string, Int8LinearFn>> paths = {{"avx2", linear_int8_avx2}};
     if (best_isa(f) >= Isa::Avx512) paths.push_back({"avx512", linear_int8_avx512});
     if (best_isa(f) >= Isa::Avx512Vnni) paths.push_back({"vnni", linear_int8_vnni});
     if (kernel_isa() == Isa::AmxBf16) paths.push_back({"amx", linear_int8_amx});
@@ -78,21 +74,21 @@ TEST(Int8Quantizer, RoundTripErrorIsAtMostHalfAStep) {
     }
 }
 
-struct Problem {
+struct Int8Problem {
     int64_t rows, out, in;
 };
 
-class Int8Conformance : public ::testing::TestWithParam<Problem> {};
+class Int8Conformance : public ::testing::TestWithParam<Int8Problem> {};
 
 // Σ_k |x| · |w| per output, and Σ_k |x| and Σ_k |w|: what the quantization error bound needs.
-double abs_dot(const float* x, const float* w, int64_t in) {
+double row_abs_dot(const float* x, const float* w, int64_t in) {
     double sum = 0;
     for (int64_t k = 0; k < in; ++k) sum += std::fabs(double(x[k]) * w[k]);
     return sum;
 }
 
 TEST_P(Int8Conformance, EveryPathMatchesTheTwinAndTheF32Product) {
-    const Problem p = GetParam();
+    const Int8Problem p = GetParam();
     std::mt19937 rng(unsigned(p.rows * 131 + p.out * 7 + p.in));
     std::vector<float> w = random_vector(size_t(p.out * p.in), rng);
     std::vector<float> x = random_vector(size_t(p.rows * p.in), rng, 2.0f);
@@ -136,7 +132,7 @@ TEST_P(Int8Conformance, EveryPathMatchesTheTwinAndTheF32Product) {
                 sum_w += std::fabs(wn[k]);
             }
             const double bound = sx / 2 * sum_w + sw / 2 * sum_x + sx * sw / 4 * double(p.in) +
-                                 1e-5 * (abs_dot(xr, wn, p.in) + 1.0);
+                                 1e-5 * (row_abs_dot(xr, wn, p.in) + 1.0);
             ASSERT_NEAR(twin[size_t(r * p.out + n)], exact, bound) << "row " << r << " output " << n;
         }
     }
@@ -145,8 +141,8 @@ TEST_P(Int8Conformance, EveryPathMatchesTheTwinAndTheF32Product) {
     for (int64_t r = 0; r < p.rows; ++r) EXPECT_EQ(twin[size_t(r * p.out)], bias[0]);
 }
 
-std::vector<Problem> problems() {
-    std::vector<Problem> list;
+std::vector<Int8Problem> int8_problems() {
+    std::vector<Int8Problem> list;
     for (int64_t rows : {1, 2, 3, 4, 5, 6, 7, 8, 13, 17, 33, 64, 100}) {
         list.push_back({rows, 17, 3});
         list.push_back({rows, 130, 200});
@@ -159,9 +155,9 @@ std::vector<Problem> problems() {
     return list;
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, Int8Conformance, ::testing::ValuesIn(problems()),
-                         [](const ::testing::TestParamInfo<Problem>& info) {
-                             const Problem& p = info.param;
+INSTANTIATE_TEST_SUITE_P(Shapes, Int8Conformance, ::testing::ValuesIn(int8_problems()),
+                         [](const ::testing::TestParamInfo<Int8Problem>& info) {
+                             const Int8Problem& p = info.param;
                              return "r" + std::to_string(p.rows) + "_o" + std::to_string(p.out) + "_i" +
                                     std::to_string(p.in);
                          });

@@ -9,25 +9,21 @@
 #include "core/cpu_features.h"
 #include "core/dtype.h"
 #include "kernels/linear_gemv.h"
+#include "numeric_test_util.h"
 
 namespace lmrun::kernels {
 namespace {
 
-struct Problem {
+struct LinearProblem {
     int64_t rows, out, in;
     DType storage;
 };
 
-std::vector<float> random_vector(size_t count, std::mt19937& rng) {
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> values(count);
-    for (float& v : values) v = dist(rng);
-    return values;
-}
+using testing::random_vector;
 
 // Σ_k |x_k · w_k| per output: the scale of rounding errors of a dot product.
-std::vector<double> abs_dot(const std::vector<float>& x, const std::vector<float>& w, int64_t rows,
-                            int64_t out, int64_t in) {
+std::vector<double> abs_dot_per_output(const std::vector<float>& x, const std::vector<float>& w, int64_t rows,
+                                       int64_t out, int64_t in) {
     std::vector<double> scale(size_t(rows * out));
     for (int64_t r = 0; r < rows; ++r)
         for (int64_t n = 0; n < out; ++n) {
@@ -38,26 +34,26 @@ std::vector<double> abs_dot(const std::vector<float>& x, const std::vector<float
     return scale;
 }
 
-void expect_close(const std::vector<float>& got, const std::vector<float>& want,
-                  const std::vector<double>& scale, double rel, const char* what) {
+void expect_within_dot_error(const std::vector<float>& got, const std::vector<float>& want,
+                             const std::vector<double>& scale, double rel, const char* what) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
         ASSERT_NEAR(got[i], want[i], rel * (scale[i] + 1.0)) << what << " at " << i;
     }
 }
 
-using LinearFn = void (*)(const float*, int64_t, const PackedLinear&, const float*, float*);
+using GemvFn = void (*)(const float*, int64_t, const PackedLinear&, const float*, float*);
 
-std::vector<std::pair<const char*, LinearFn>> gemv_paths() {
-    std::vector<std::pair<const char*, LinearFn>> paths = {{"avx2", linear_gemv_avx2}};
+std::vector<std::pair<const char*, GemvFn>> gemv_paths() {
+    std::vector<std::pair<const char*, GemvFn>> paths = {{"avx2", linear_gemv_avx2}};
     if (cpu_features().avx512f && cpu_features().avx512bw) paths.push_back({"avx512", linear_gemv_avx512});
     return paths;
 }
 
-class LinearConformance : public ::testing::TestWithParam<Problem> {};
+class LinearConformance : public ::testing::TestWithParam<LinearProblem> {};
 
 TEST_P(LinearConformance, EveryPathMatchesReference) {
-    Problem p = GetParam();
+    LinearProblem p = GetParam();
     std::mt19937 rng(unsigned(p.rows * 7919 + p.out * 31 + p.in));
     std::vector<float> w_f32 = random_vector(size_t(p.out * p.in), rng);
     // Weights exactly representable in the storage type, so the reference sees the same values.
@@ -73,13 +69,13 @@ TEST_P(LinearConformance, EveryPathMatchesReference) {
     size_t y_count = size_t(p.rows * p.out);
     std::vector<float> want(y_count), got(y_count);
     linear_reference(x.data(), p.rows, weight, bias.data(), want.data());
-    std::vector<double> scale = abs_dot(x, w_f32, p.rows, p.out, p.in);
+    std::vector<double> scale = abs_dot_per_output(x, w_f32, p.rows, p.out, p.in);
 
     // GEMV paths keep F32 activations: F32-accumulation accuracy for both storage types.
     for (auto [name, fn] : gemv_paths()) {
         std::fill(got.begin(), got.end(), NAN);
         fn(x.data(), p.rows, weight.packed(), bias.data(), got.data());
-        expect_close(got, want, scale, 1e-5, name);
+        expect_within_dot_error(got, want, scale, 1e-5, name);
     }
 
     // The AVX512_BF16 GEMM rounds x to BF16 and sums in F32: it must match the reference on the
@@ -91,7 +87,7 @@ TEST_P(LinearConformance, EveryPathMatchesReference) {
         linear_reference(x_bf16.data(), p.rows, weight, bias.data(), want_bf16.data());
         std::fill(got.begin(), got.end(), NAN);
         linear_gemm_bf16_avx512(x.data(), p.rows, weight.packed(), bias.data(), got.data());
-        expect_close(got, want_bf16, scale, 1e-5, "gemm_bf16_avx512");
+        expect_within_dot_error(got, want_bf16, scale, 1e-5, "gemm_bf16_avx512");
     }
     // The AMX-BF16 GEMM: the same rounding of x, F32 sums in the tiles.
     if (p.storage == DType::BF16 && kernel_isa() == Isa::AmxBf16) {
@@ -101,7 +97,7 @@ TEST_P(LinearConformance, EveryPathMatchesReference) {
             if (!b) linear_reference(x_bf16.data(), p.rows, weight, nullptr, want_bf16.data());
             std::fill(got.begin(), got.end(), NAN);
             linear_gemm_bf16_amx(x.data(), p.rows, weight.packed(), b, got.data());
-            expect_close(got, want_bf16, scale, 1e-5, "gemm_bf16_amx");
+            expect_within_dot_error(got, want_bf16, scale, 1e-5, "gemm_bf16_amx");
         }
     }
 
@@ -134,8 +130,8 @@ TEST_P(LinearConformance, EveryPathMatchesReference) {
     }
 }
 
-std::vector<Problem> problems() {
-    std::vector<Problem> list;
+std::vector<LinearProblem> linear_problems() {
+    std::vector<LinearProblem> list;
     for (DType storage : {DType::F32, DType::BF16}) {
         for (int64_t rows : {1, 2, 3, 4, 5, 8, 9, 17}) {
             list.push_back({rows, 17, 3, storage});
@@ -155,9 +151,9 @@ std::vector<Problem> problems() {
     return list;
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, LinearConformance, ::testing::ValuesIn(problems()),
-                         [](const ::testing::TestParamInfo<Problem>& info) {
-                             const Problem& p = info.param;
+INSTANTIATE_TEST_SUITE_P(Shapes, LinearConformance, ::testing::ValuesIn(linear_problems()),
+                         [](const ::testing::TestParamInfo<LinearProblem>& info) {
+                             const LinearProblem& p = info.param;
                              return std::string(dtype_name(p.storage)) + "_r" + std::to_string(p.rows) +
                                     "_o" + std::to_string(p.out) + "_i" + std::to_string(p.in);
                          });

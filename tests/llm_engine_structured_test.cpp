@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/llm_engine.h"
+#include "engine_test_util.h"
 #include "structured/grammar_compiler.h"
 #include "structured_test_util.h"
 #include "test_util.h"
@@ -20,10 +21,9 @@
 namespace lmrun::testing {
 namespace {
 
-using Json = nlohmann::ordered_json;
 using structured::StructuredOutputsParams;
 
-EngineConfig qwen3_tiny_config() {
+EngineConfig qwen3_tiny_with_tokenizer_config() {
     EngineConfig config;
     config.model_dir = testdata_path("qwen3-tiny");
     config.tokenizer_dir = testdata_path("qwen3-tokenizer");
@@ -33,12 +33,6 @@ EngineConfig qwen3_tiny_config() {
     config.runner.block_size = 16;
     config.runner.kv_cache_memory_bytes = 128ll << 20;
     return config;
-}
-
-std::unique_ptr<LLMEngine> make_engine(const EngineConfig& config = qwen3_tiny_config()) {
-    auto engine = LLMEngine::create(config);
-    if (!engine.ok()) throw std::runtime_error(engine.error().message);
-    return std::move(engine).value();
 }
 
 std::vector<int32_t> prompt_ids(LLMEngine& engine, const std::string& text) {
@@ -62,18 +56,10 @@ std::map<std::string, RequestOutput> run_all(LLMEngine& engine) {
     return outputs;
 }
 
-std::vector<std::pair<std::string, Json>> test_schemas() {
-    std::ifstream in(std::string(LMRUN_SOURCE_DIR) + "/tests/structured/schemas.json");
-    std::vector<std::pair<std::string, Json>> out;
-    for (const Json& entry : Json::parse(in))
-        out.emplace_back(entry["name"].get<std::string>(), entry["schema"]);
-    return out;
-}
-
 TEST(LLMEngineStructured, EverySchemaOutputEndsAndValidates) {
-    auto engine = make_engine();
+    auto engine = make_engine(qwen3_tiny_with_tokenizer_config());
     const auto prompt = prompt_ids(*engine, "Answer in JSON:");
-    const auto schemas = test_schemas();
+    const auto schemas = schema_corpus();
     ASSERT_GE(schemas.size(), 30u);
     std::map<std::string, Json> schema_of;
     for (const auto& [name, schema] : schemas) {
@@ -110,7 +96,7 @@ std::wstring code_points(const std::string& utf8) {
 }
 
 TEST(LLMEngineStructured, RegexAndChoiceOutputsMatch) {
-    auto engine = make_engine();
+    auto engine = make_engine(qwen3_tiny_with_tokenizer_config());
     const auto prompt = prompt_ids(*engine, "Pick one:");
     const std::vector<std::string> patterns = {
         "[A-Z]{3}-[0-9]{2,4}", "(yes|no|maybe)", "\\d{1,3}(\\.\\d{1,2})?", "[a-z]+@[a-z]{2,6}\\.(com|org)",
@@ -179,7 +165,7 @@ void expect_all_valid(const std::map<std::string, std::string>& texts) {
 }
 
 TEST(LLMEngineStructured, NGreaterThanOneConstrainsEveryCompletion) {
-    auto engine = make_engine();
+    auto engine = make_engine(qwen3_tiny_with_tokenizer_config());
     const auto texts = run_schema_requests(*engine, 2, 4);
     ASSERT_EQ(texts.size(), 8u);
     expect_all_valid(texts);
@@ -191,11 +177,11 @@ TEST(LLMEngineStructured, NGreaterThanOneConstrainsEveryCompletion) {
 // Preemption (a KV cache too small for all at once), chunked prefill (a small token
 // budget) and prefix caching change nothing: seeded outputs equal those of a roomy engine.
 TEST(LLMEngineStructured, PreemptionChunkingAndPrefixCachingKeepOutputs) {
-    auto roomy = make_engine();
+    auto roomy = make_engine(qwen3_tiny_with_tokenizer_config());
     const auto expected = run_schema_requests(*roomy, 6, 1, 20);
     expect_all_valid(expected);
 
-    EngineConfig tight = qwen3_tiny_config();
+    EngineConfig tight = qwen3_tiny_with_tokenizer_config();
     tight.runner.max_num_batched_tokens = 64;
     // 20 blocks of 16 tokens: the shared ~140-token prompt and six growing completions do not fit.
     tight.runner.kv_cache_memory_bytes = roomy->runner().kv_cache_shape().bytes_per_block() * 20;
@@ -207,7 +193,7 @@ TEST(LLMEngineStructured, PreemptionChunkingAndPrefixCachingKeepOutputs) {
 }
 
 TEST(LLMEngineStructured, UnconstrainedNeighboursAreUnaffected) {
-    EngineConfig config = qwen3_tiny_config();
+    EngineConfig config = qwen3_tiny_with_tokenizer_config();
     config.dtype = "float32";  // batch-size-independent numerics: greedy tokens comparable across batches
     auto engine = make_engine(config);
     const auto prompt = prompt_ids(*engine, "Once upon a time");
@@ -228,7 +214,7 @@ TEST(LLMEngineStructured, UnconstrainedNeighboursAreUnaffected) {
 }
 
 TEST(LLMEngineStructured, GrammarEndOutranksIgnoreEosAndMinTokens) {
-    auto engine = make_engine();
+    auto engine = make_engine(qwen3_tiny_with_tokenizer_config());
     const auto prompt = prompt_ids(*engine, "Say yes or no:");
     SamplingParams params = sampled(5, StructuredOutputsParams::choice({"yes", "no"}));
     params.ignore_eos = true;
@@ -247,7 +233,7 @@ TEST(LLMEngineStructured, GrammarEndOutranksIgnoreEosAndMinTokens) {
 // The constraint starts after a chosen token (reasoning models: after </think>). Greedy
 // qwen3-tiny's first token on this prompt is fixed: make it the trigger.
 TEST(LLMEngineStructured, ConstraintStartsAfterTheActivationToken) {
-    auto engine = make_engine();
+    auto engine = make_engine(qwen3_tiny_with_tokenizer_config());
     const auto prompt = prompt_ids(*engine, "Once upon a time");
     SamplingParams greedy;
     greedy.temperature = 0;
@@ -272,7 +258,7 @@ TEST(LLMEngineStructured, ConstraintStartsAfterTheActivationToken) {
 }
 
 TEST(LLMEngineStructured, BadConstraintsAreRefusedWithAMessage) {
-    auto engine = make_engine();
+    auto engine = make_engine(qwen3_tiny_with_tokenizer_config());
     const auto prompt = prompt_ids(*engine, "x");
     const std::vector<std::pair<StructuredOutputsParams, const char*>> cases = {
         {StructuredOutputsParams::json_schema(R"({"type": "array", "uniqueItems": true})"), "'uniqueItems'"},
@@ -291,7 +277,7 @@ TEST(LLMEngineStructured, BadConstraintsAreRefusedWithAMessage) {
 }
 
 TEST(LLMEngineStructured, GrammarCompilerCachesBySchema) {
-    auto engine = make_engine();
+    auto engine = make_engine(qwen3_tiny_with_tokenizer_config());
     auto compiler = engine->grammar_compiler();
     ASSERT_TRUE(compiler.ok());
     auto first = (*compiler)->compile(StructuredOutputsParams::json_schema(kSchema));
@@ -310,7 +296,7 @@ namespace lmrun::testing {
 namespace {
 
 TEST(LLMEngineStructured, LlmApiCarriesTheConstraint) {
-    auto llm = LLM::create(qwen3_tiny_config());
+    auto llm = LLM::create(qwen3_tiny_with_tokenizer_config());
     ASSERT_TRUE(llm.ok()) << llm.error().message;
     SamplingParams params = sampled(9, StructuredOutputsParams::json_schema(kSchema));
     GenerateOptions options;

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "model/safetensors.h"
+#include "numeric_test_util.h"
 #include "runner_test_util.h"
 #include "test_util.h"
 
@@ -97,12 +98,6 @@ ReferenceLogits load_reference(const std::string& model, const std::string& name
         reference.rows = read_i32(name + ".logit_rows");
     }
     return reference;
-}
-
-float max_abs_diff(std::span<const float> a, std::span<const float> b) {
-    float worst = 0;
-    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
-    return worst;
 }
 
 // Logits of `rows` three ways: whole prefix at once, token-by-token decode, and

@@ -7,18 +7,15 @@
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "numeric_test_util.h"
 
 namespace lmrun::kernels {
 namespace {
 
-std::vector<float> random_vector(size_t count, std::mt19937& rng, float scale = 1.0f) {
-    std::uniform_real_distribution<float> dist(-scale, scale);
-    std::vector<float> values(count);
-    for (float& v : values) v = dist(rng);
-    return values;
-}
+using testing::random_vector;
 
-void expect_close(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+void expect_relatively_close(const std::vector<float>& got, const std::vector<float>& want,
+                             const char* what) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i)
         ASSERT_NEAR(got[i], want[i], 1e-5 * std::fabs(want[i]) + 1e-6) << what << " at " << i;
@@ -42,13 +39,13 @@ TEST(RmsNorm, EveryPathMatchesReference) {
             rms_norm_reference(x.data(), w.data(), 1e-6f, rows, dim, want.data());
             for (auto [name, fn] : isa_paths()) {
                 fn(x.data(), nullptr, w.data(), 1e-6f, rows, dim, got.data(), false);
-                expect_close(got, want, name);
+                expect_relatively_close(got, want, name);
             }
             rms_norm(x.data(), w.data(), 1e-6f, rows, dim, got.data());
-            expect_close(got, want, "dispatched");
+            expect_relatively_close(got, want, "dispatched");
             std::vector<float> in_place = x;  // y may alias x
             rms_norm(in_place.data(), w.data(), 1e-6f, rows, dim, in_place.data());
-            expect_close(in_place, want, "in place");
+            expect_relatively_close(in_place, want, "in place");
         }
     }
 }
@@ -75,13 +72,13 @@ TEST(AddRmsNorm, EveryPathMatchesReference) {
             for (auto [name, fn] : isa_paths()) {
                 std::vector<float> got_x = x, got_res = residual;
                 fn(got_x.data(), got_res.data(), w.data(), 1e-5f, rows, dim, got_x.data(), true);
-                expect_close(got_res, want_res, name);
-                expect_close(got_x, want_x, name);
+                expect_relatively_close(got_res, want_res, name);
+                expect_relatively_close(got_x, want_x, name);
             }
             std::vector<float> got_x = x, got_res = residual;
             add_rms_norm(got_x.data(), got_res.data(), w.data(), 1e-5f, rows, dim);
-            expect_close(got_res, want_res, "dispatched residual");
-            expect_close(got_x, want_x, "dispatched");
+            expect_relatively_close(got_res, want_res, "dispatched residual");
+            expect_relatively_close(got_x, want_x, "dispatched");
         }
     }
 }
@@ -100,7 +97,7 @@ TEST(RmsNormHeads, NormalisesEachHeadInsideAStridedBuffer) {
             rms_norm_reference(row, w.data(), 1e-6f, num_heads, head_dim, want.data());
             std::vector<float> heads(got.begin() + t * token_stride,
                                      got.begin() + t * token_stride + num_heads * head_dim);
-            expect_close(heads, want, "heads");
+            expect_relatively_close(heads, want, "heads");
             for (int64_t e = num_heads * head_dim; e < token_stride; ++e)
                 ASSERT_EQ(got[t * token_stride + e], row[e]) << "outside the heads";
         }

@@ -5,17 +5,15 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "test_util.h"
+
 namespace lmrun {
 namespace {
 
-Normalizer make(const std::string& json) {
-    auto normalizer = Normalizer::from_json(nlohmann::json::parse(json));
-    EXPECT_TRUE(normalizer.ok()) << (normalizer.ok() ? "" : normalizer.error().message);
-    return std::move(normalizer).value();
-}
+using testing::from_json_text;
 
 TEST(Normalizer, PrependAndReplace) {
-    const Normalizer normalizer = make(R"({"type": "Sequence", "normalizers": [
+    const Normalizer normalizer = from_json_text<Normalizer>(R"({"type": "Sequence", "normalizers": [
         {"type": "Prepend", "prepend": "\u2581"},
         {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]})");
     EXPECT_EQ(normalizer.normalize(" a b"),
@@ -26,7 +24,7 @@ TEST(Normalizer, PrependAndReplace) {
 }
 
 TEST(Normalizer, NestedSequencesRunInOrder) {
-    const Normalizer normalizer = make(R"({"type": "Sequence", "normalizers": [
+    const Normalizer normalizer = from_json_text<Normalizer>(R"({"type": "Sequence", "normalizers": [
         {"type": "Prepend", "prepend": "a"},
         {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "B"}, {"type": "Lowercase"}]},
         {"type": "Prepend", "prepend": "C"}]})");
@@ -38,12 +36,14 @@ TEST(Normalizer, NestedSequencesRunInOrder) {
 }
 
 TEST(Normalizer, UnicodeFormsLowercaseStrip) {
-    EXPECT_EQ(make(R"({"type": "NFC"})").normalize("e\xCC\x81"), "\xC3\xA9");
-    EXPECT_EQ(make(R"({"type": "NFKD"})").normalize("\xC2\xB2"), "2");  // SUPERSCRIPT TWO
-    EXPECT_EQ(make(R"({"type": "Lowercase"})").normalize("ABC"), "abc");
-    EXPECT_EQ(make(R"({"type": "Strip", "strip_left": true, "strip_right": false})").normalize(" \t a "),
+    EXPECT_EQ(from_json_text<Normalizer>(R"({"type": "NFC"})").normalize("e\xCC\x81"), "\xC3\xA9");
+    EXPECT_EQ(from_json_text<Normalizer>(R"({"type": "NFKD"})").normalize("\xC2\xB2"),
+              "2");  // SUPERSCRIPT TWO
+    EXPECT_EQ(from_json_text<Normalizer>(R"({"type": "Lowercase"})").normalize("ABC"), "abc");
+    EXPECT_EQ(from_json_text<Normalizer>(R"({"type": "Strip", "strip_left": true, "strip_right": false})")
+                  .normalize(" \t a "),
               "a ");
-    EXPECT_EQ(make(R"({"type": "Strip", "strip_left": true, "strip_right": true})")
+    EXPECT_EQ(from_json_text<Normalizer>(R"({"type": "Strip", "strip_left": true, "strip_right": true})")
                   .normalize("\xE3\x80\x80"
                              "a "),
               "a");

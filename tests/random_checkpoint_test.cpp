@@ -14,7 +14,7 @@ namespace {
 
 using testing::make_temp_dir;
 
-ModelConfig small_config(ModelArch arch) {
+ModelConfig small_model_config(ModelArch arch) {
     ModelConfig config = default_model_config(arch);
     config.hidden_size = 32;
     config.intermediate_size = 48;
@@ -53,8 +53,8 @@ std::vector<std::string> expected_names(ModelArch arch) {
     return names;
 }
 
-void expect_shape(const Checkpoint& checkpoint, const std::string& name, std::vector<int64_t> shape,
-                  DType dtype) {
+void expect_shape_and_dtype(const Checkpoint& checkpoint, const std::string& name, std::vector<int64_t> shape,
+                            DType dtype) {
     const TensorInfo* tensor = checkpoint.find(name);
     ASSERT_NE(tensor, nullptr) << name;
     EXPECT_EQ(tensor->shape, shape) << name;
@@ -67,7 +67,7 @@ TEST_P(RandomCheckpointArch, SingleAndShardedRoundTrip) {
     ModelArch arch = GetParam();
     std::string base = make_temp_dir(fmt::format("random_ckpt_{}", model_type_name(arch)));
     RandomCheckpointOptions options;
-    options.config = small_config(arch);
+    options.config = small_model_config(arch);
     options.seed = 5;
     ASSERT_TRUE(write_random_checkpoint(base + "/single", options).ok());
     options.max_shard_bytes = 8000;  // the 300x32 BF16 embedding alone is 19200 bytes
@@ -99,18 +99,19 @@ TEST_P(RandomCheckpointArch, SingleAndShardedRoundTrip) {
         EXPECT_EQ(std::memcmp(a->data, b->data, a->nbytes), 0) << name;  // same seed, same values
     }
     const Checkpoint& c = *single;
-    expect_shape(c, "model.embed_tokens.weight", {300, 32}, DType::BF16);
-    expect_shape(c, "model.layers.1.self_attn.q_proj.weight", {64, 32}, DType::BF16);
-    expect_shape(c, "model.layers.1.self_attn.k_proj.weight", {32, 32}, DType::BF16);
-    expect_shape(c, "model.layers.1.self_attn.v_proj.weight", {32, 32}, DType::BF16);
-    expect_shape(c, "model.layers.1.self_attn.o_proj.weight", {32, 64}, DType::BF16);
-    expect_shape(c, "model.layers.1.mlp.gate_proj.weight", {48, 32}, DType::BF16);
-    expect_shape(c, "model.layers.1.mlp.down_proj.weight", {32, 48}, DType::BF16);
-    expect_shape(c, "model.layers.0.input_layernorm.weight", {32}, DType::BF16);
-    if (arch == ModelArch::Qwen2) expect_shape(c, "model.layers.0.self_attn.k_proj.bias", {32}, DType::BF16);
+    expect_shape_and_dtype(c, "model.embed_tokens.weight", {300, 32}, DType::BF16);
+    expect_shape_and_dtype(c, "model.layers.1.self_attn.q_proj.weight", {64, 32}, DType::BF16);
+    expect_shape_and_dtype(c, "model.layers.1.self_attn.k_proj.weight", {32, 32}, DType::BF16);
+    expect_shape_and_dtype(c, "model.layers.1.self_attn.v_proj.weight", {32, 32}, DType::BF16);
+    expect_shape_and_dtype(c, "model.layers.1.self_attn.o_proj.weight", {32, 64}, DType::BF16);
+    expect_shape_and_dtype(c, "model.layers.1.mlp.gate_proj.weight", {48, 32}, DType::BF16);
+    expect_shape_and_dtype(c, "model.layers.1.mlp.down_proj.weight", {32, 48}, DType::BF16);
+    expect_shape_and_dtype(c, "model.layers.0.input_layernorm.weight", {32}, DType::BF16);
+    if (arch == ModelArch::Qwen2)
+        expect_shape_and_dtype(c, "model.layers.0.self_attn.k_proj.bias", {32}, DType::BF16);
     if (arch == ModelArch::Qwen3)
-        expect_shape(c, "model.layers.0.self_attn.q_norm.weight", {16}, DType::BF16);
-    if (arch == ModelArch::Llama) expect_shape(c, "lm_head.weight", {300, 32}, DType::BF16);
+        expect_shape_and_dtype(c, "model.layers.0.self_attn.q_norm.weight", {16}, DType::BF16);
+    if (arch == ModelArch::Llama) expect_shape_and_dtype(c, "lm_head.weight", {300, 32}, DType::BF16);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllArchs, RandomCheckpointArch,
@@ -130,7 +131,7 @@ std::pair<double, double> moments(const TensorInfo& tensor) {
 TEST(RandomCheckpoint, ValuesHaveRequestedStatisticsAndDependOnSeed) {
     std::string base = make_temp_dir("random_ckpt_stats");
     RandomCheckpointOptions options;
-    options.config = small_config(ModelArch::Qwen3);
+    options.config = small_model_config(ModelArch::Qwen3);
     options.config.vocab_size = 4000;  // 128k samples in the embedding
     options.dtype = DType::F32;
     options.std = 0.5f;
@@ -166,7 +167,7 @@ TEST(RandomCheckpoint, ValuesHaveRequestedStatisticsAndDependOnSeed) {
 TEST(RandomCheckpoint, SwitchingFromShardedToSingleFileLeavesNoStaleIndex) {
     std::string dir = make_temp_dir("random_ckpt_restale");
     RandomCheckpointOptions options;
-    options.config = small_config(ModelArch::Qwen3);
+    options.config = small_model_config(ModelArch::Qwen3);
     options.max_shard_bytes = 8000;
     ASSERT_TRUE(write_random_checkpoint(dir, options).ok());
     options.max_shard_bytes = 0;
@@ -180,7 +181,7 @@ TEST(RandomCheckpoint, SwitchingFromShardedToSingleFileLeavesNoStaleIndex) {
 
 TEST(RandomCheckpoint, RejectsInvalidConfig) {
     RandomCheckpointOptions options;
-    options.config = small_config(ModelArch::Llama);
+    options.config = small_model_config(ModelArch::Llama);
     options.config.num_key_value_heads = 3;
     Status status = write_random_checkpoint(make_temp_dir("random_ckpt_invalid"), options);
     ASSERT_FALSE(status.ok());

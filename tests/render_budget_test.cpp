@@ -15,15 +15,15 @@
 namespace lmrun::jinja {
 namespace {
 
-Result<std::string> render(const std::string& source, const RenderLimits& limits = {}) {
+Result<std::string> render_with_limits(const std::string& source, const RenderLimits& limits = {}) {
     LMRUN_ASSIGN_OR_RETURN(std::unique_ptr<Template> tmpl, parse_template(source));
     Interpreter interpreter(ValueDict{}, limits);
     return interpreter.render(*tmpl);
 }
 
 // The error of rendering `source`; fails the test when it renders.
-Error render_error(const std::string& source, const RenderLimits& limits = {}) {
-    Result<std::string> result = render(source, limits);
+Error render_limits_error(const std::string& source, const RenderLimits& limits = {}) {
+    Result<std::string> result = render_with_limits(source, limits);
     EXPECT_FALSE(result.ok()) << source.substr(0, 200);
     return result.ok() ? Error{} : result.error();
 }
@@ -36,7 +36,7 @@ std::string repeated(const std::string& piece, int times) {
 
 TEST(RenderBudget, HundredThousandChainedFiltersAreAnErrorNotACrash) {
     const std::string source = "{{ 'x'" + repeated("|trim", 100000) + " }}";
-    Error error = render_error(source);
+    Error error = render_limits_error(source);
     EXPECT_EQ(error.message, "line 1, column 1002: expression nested too deeply (more than 200 levels)");
     EXPECT_EQ(error.kind, ErrorKind::ResourceExhausted);
 
@@ -59,7 +59,7 @@ TEST(RenderBudget, OtherLongChainsAreBoundedToo) {
           "{{ x" + repeated("[0]", 100000) + " }}",
           "{{ " + repeated("(", 100000) + "1" + repeated(")", 100000) + " }}",
           "{{ " + repeated("not ", 100000) + "1 }}"}) {
-        Error error = render_error(source);
+        Error error = render_limits_error(source);
         EXPECT_NE(error.message.find("nested too deeply (more than 200 levels)"), std::string::npos)
             << error.message;
         EXPECT_EQ(error.kind, ErrorKind::ResourceExhausted);
@@ -79,23 +79,23 @@ TEST(RenderBudget, LongElifChainsRenderWithoutDeepRecursion) {
 }
 
 TEST(RenderBudget, ListConcatenationStopsAtTheItemLimit) {
-    Error error = render_error(
+    Error error = render_limits_error(
         "{% set ns = namespace(l=[1]) %}{% for i in range(64) %}{% set ns.l = ns.l + ns.l %}{% endfor %}");
     EXPECT_EQ(error.message, "line 1, column 75: the result of '+' is too large (more than 1048576 items)");
     EXPECT_EQ(error.kind, ErrorKind::ResourceExhausted);
 }
 
 TEST(RenderBudget, StringRepetitionAndReplaceAreBounded) {
-    EXPECT_EQ(render_error("{{ 'ab' * 100000000 }}").message,
+    EXPECT_EQ(render_limits_error("{{ 'ab' * 100000000 }}").message,
               "line 1, column 9: repetition result is too large (more than 67108864 bytes)");
-    EXPECT_EQ(render_error("{% set s = 'a' * 100000 %}{{ s.replace('a', s) }}").message,
+    EXPECT_EQ(render_limits_error("{% set s = 'a' * 100000 %}{{ s.replace('a', s) }}").message,
               "line 1, column 39: replace() result is too large (more than 67108864 bytes)");
-    EXPECT_EQ(render_error("{% set s = 'a' * 100000 %}{{ s|replace('a', s) }}").message,
+    EXPECT_EQ(render_limits_error("{% set s = 'a' * 100000 %}{{ s|replace('a', s) }}").message,
               "line 1, column 31: replace() result is too large (more than 67108864 bytes)");
     // Many references to one long string: the list is cheap, its logical size is not.
-    EXPECT_EQ(render_error("{% set s = 'a' * 10000000 %}{{ [s] * 100 }}").message,
+    EXPECT_EQ(render_limits_error("{% set s = 'a' * 10000000 %}{{ [s] * 100 }}").message,
               "line 1, column 36: repetition result is too large (more than 67108864 bytes)");
-    EXPECT_NE(render_error("{% set s = 'a' * 1000000 %}{{ [s, s, s, s, s]|join(s * 20) }}")
+    EXPECT_NE(render_limits_error("{% set s = 'a' * 1000000 %}{{ [s, s, s, s, s]|join(s * 20) }}")
                   .message.find("join() result is too large (more than 67108864 bytes)"),
               std::string::npos);
 }
@@ -106,7 +106,7 @@ TEST(RenderBudget, MacroFanOutRunsOutOfSteps) {
         "{% macro f(n) %}{% if n > 0 %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(30) }}";
     RenderLimits limits;
     limits.max_steps = 100000;
-    Error error = render_error(source, limits);
+    Error error = render_limits_error(source, limits);
     EXPECT_NE(error.message.find("the template took more than 100000 steps"), std::string::npos)
         << error.message;
     EXPECT_EQ(error.kind, ErrorKind::ResourceExhausted);
@@ -115,7 +115,7 @@ TEST(RenderBudget, MacroFanOutRunsOutOfSteps) {
 TEST(RenderBudget, NestedLoopsRunOutOfSteps) {
     RenderLimits limits;
     limits.max_steps = 100000;
-    Error error = render_error(
+    Error error = render_limits_error(
         "{% for a in range(100000) %}{% for b in range(100000) %}{{ a }}{% endfor %}{% endfor %}", limits);
     EXPECT_NE(error.message.find("the template took more than 100000 steps"), std::string::npos)
         << error.message;
@@ -124,13 +124,13 @@ TEST(RenderBudget, NestedLoopsRunOutOfSteps) {
 TEST(RenderBudget, BytesCreatedAreBounded) {
     RenderLimits limits;
     limits.max_bytes = int64_t(100) << 20;
-    Error error = render_error(
+    Error error = render_limits_error(
         "{% set s = 'x' * 10000000 %}{% for i in range(1000) %}{% set t = s ~ i %}{% endfor %}", limits);
     EXPECT_NE(error.message.find("the template created more than 104857600 bytes of values"),
               std::string::npos)
         << error.message;
     // Re-rendering one long string into captured output is copying too.
-    error = render_error(
+    error = render_limits_error(
         "{% set s = 'x' * 10000000 %}{% for i in range(1000) %}{% set t %}{{ s }}{% endset %}{% endfor %}",
         limits);
     EXPECT_NE(error.message.find("the template created more than 104857600 bytes of values"),
@@ -141,7 +141,7 @@ TEST(RenderBudget, BytesCreatedAreBounded) {
 TEST(RenderBudget, OutputIsBounded) {
     RenderLimits limits;
     limits.max_output_bytes = size_t(1) << 20;
-    Error error = render_error("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", limits);
+    Error error = render_limits_error("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}", limits);
     EXPECT_NE(error.message.find("rendered output is too large (more than 1048576 bytes)"), std::string::npos)
         << error.message;
 }
@@ -149,13 +149,14 @@ TEST(RenderBudget, OutputIsBounded) {
 TEST(RenderBudget, EvaluationDepthIsBounded) {
     RenderLimits limits;
     limits.max_depth = 50;
-    Error error = render_error(repeated("{% if true %}", 60) + "x" + repeated("{% endif %}", 60), limits);
+    Error error =
+        render_limits_error(repeated("{% if true %}", 60) + "x" + repeated("{% endif %}", 60), limits);
     EXPECT_NE(error.message.find("template nested too deeply (more than 50 levels of evaluation)"),
               std::string::npos)
         << error.message;
     // Recursion through macros counts every level it renders.
-    error = render_error("{% macro f(n) %}" + repeated("{% if true %}", 20) + "{{ f(n) }}" +
-                         repeated("{% endif %}", 20) + "{% endmacro %}{{ f(1) }}");
+    error = render_limits_error("{% macro f(n) %}" + repeated("{% if true %}", 20) + "{{ f(n) }}" +
+                                repeated("{% endif %}", 20) + "{% endmacro %}{{ f(1) }}");
     EXPECT_NE(error.message.find("nested too deeply"), std::string::npos) << error.message;
 }
 
@@ -166,11 +167,12 @@ TEST(RenderBudget, DeepestRenderStopsAtTheDepthLimitWithinTheStack) {
     const std::string deep = "0" + repeated(" + 1", 190);  // an expression tree 191 levels deep
     const std::string source = "{% macro f(n) %}{% if n == 0 %}{{ " + deep + " }}{% else %}" + body +
                                "{% endif %}{% endmacro %}{{ f(30) }}";
-    Error error = render_error(source);
+    Error error = render_limits_error(source);
     EXPECT_NE(error.message.find("nested too deeply"), std::string::npos) << error.message;
     EXPECT_EQ(error.kind, ErrorKind::ResourceExhausted);
-    Result<std::string> shallower = render("{% macro f(n) %}{% if n == 0 %}{{ " + deep + " }}{% else %}" +
-                                           body + "{% endif %}{% endmacro %}{{ f(20) }}");
+    Result<std::string> shallower =
+        render_with_limits("{% macro f(n) %}{% if n == 0 %}{{ " + deep + " }}{% else %}" + body +
+                           "{% endif %}{% endmacro %}{{ f(20) }}");
     ASSERT_TRUE(shallower.ok()) << shallower.error().message;
     EXPECT_EQ(shallower.value(), "190");
 }
@@ -183,9 +185,9 @@ TEST(RenderBudget, TemplatesLargerThanTheLimitAreRefused) {
 }
 
 TEST(RenderBudget, SplittingIntoTooManyPiecesIsAnError) {
-    EXPECT_EQ(render_error("{{ ('a,' * 2000000).split(',')|length }}").message,
+    EXPECT_EQ(render_limits_error("{{ ('a,' * 2000000).split(',')|length }}").message,
               "line 1, column 26: split() result has more than 1048576 items");
-    EXPECT_EQ(render_error("{% for c in 'a' * 2000000 %}{% endfor %}").message,
+    EXPECT_EQ(render_limits_error("{% for c in 'a' * 2000000 %}{% endfor %}").message,
               "line 1, column 17: iterating over a string is too large (more than 1048576 items)");
 }
 

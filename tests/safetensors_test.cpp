@@ -26,7 +26,7 @@ void write_raw(const std::string& path, const std::string& header, size_t data_b
 }
 
 // Opening `path` must fail with a message naming the file and containing every needle.
-void expect_open_error(const std::string& path, std::initializer_list<std::string> needles) {
+void expect_safetensors_open_error(const std::string& path, std::initializer_list<std::string> needles) {
     Result<SafetensorsFile> file = SafetensorsFile::open(path);
     ASSERT_FALSE(file.ok()) << path;
     const std::string& message = file.error().message;
@@ -149,7 +149,8 @@ TEST(Safetensors, RejectsOverlappingDataOffsetsNamingBothTensors) {
               R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]},)"
               R"("b":{"dtype":"F32","shape":[3],"data_offsets":[0,12]}})",
               16);
-    expect_open_error(path, {"tensor 'a' (data_offsets [8, 16]) overlaps tensor 'b' (data_offsets [0, 12])"});
+    expect_safetensors_open_error(
+        path, {"tensor 'a' (data_offsets [8, 16]) overlaps tensor 'b' (data_offsets [0, 12])"});
     Result<SafetensorsFile> file = SafetensorsFile::open(path);
     EXPECT_EQ(file.error().kind, ErrorKind::Corrupt);
     EXPECT_EQ(file.error().subject, path);
@@ -161,80 +162,80 @@ TEST(Safetensors, RejectsGapsAndTrailingBytesInTheDataBuffer) {
               R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
               R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
               12);
-    expect_open_error(path, {"gap: bytes [4, 8) before tensor 'b'"});
+    expect_safetensors_open_error(path, {"gap: bytes [4, 8) before tensor 'b'"});
     write_raw(path, R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 12);
-    expect_open_error(path, {"data buffer is 12 bytes but its tensors end at byte 4"});
+    expect_safetensors_open_error(path, {"data buffer is 12 bytes but its tensors end at byte 4"});
 }
 
 TEST(Safetensors, RejectsMissingFile) {
-    expect_open_error("/nonexistent/x.safetensors", {"cannot open"});
+    expect_safetensors_open_error("/nonexistent/x.safetensors", {"cannot open"});
 }
 
 TEST(Safetensors, RejectsFileShorterThanHeaderSize) {
     std::string path = make_temp_dir("safetensors_short") + "/t.safetensors";
     std::ofstream(path, std::ios::binary) << "abc";
-    expect_open_error(path, {"shorter than the 8-byte"});
+    expect_safetensors_open_error(path, {"shorter than the 8-byte"});
 }
 
 TEST(Safetensors, RejectsHeaderSizeBeyondFile) {
     std::string path = make_temp_dir("safetensors_header_size") + "/t.safetensors";
     write_raw(path, "{}", 0, uint64_t(1) << 40);
-    expect_open_error(path, {"header size", "beyond the end of the file"});
+    expect_safetensors_open_error(path, {"header size", "beyond the end of the file"});
     write_raw(path, "{}", 0, ~uint64_t(0));  // would overflow a naive 8 + size
-    expect_open_error(path, {"beyond the end of the file"});
+    expect_safetensors_open_error(path, {"beyond the end of the file"});
 }
 
 TEST(Safetensors, RejectsMalformedJsonHeader) {
     std::string path = make_temp_dir("safetensors_bad_json") + "/t.safetensors";
     write_raw(path, R"({"a":{"dtype":"F32",)", 0);
-    expect_open_error(path, {"JSON header: malformed JSON"});
+    expect_safetensors_open_error(path, {"JSON header: malformed JSON"});
 }
 
 TEST(Safetensors, RejectsHeaderThatIsNotAnObject) {
     std::string path = make_temp_dir("safetensors_not_object") + "/t.safetensors";
     write_raw(path, "[1,2,3]", 0);
-    expect_open_error(path, {"not an object"});
+    expect_safetensors_open_error(path, {"not an object"});
     write_raw(path, R"({"a": 5})", 0);
-    expect_open_error(path, {"'a'", "not an object"});
+    expect_safetensors_open_error(path, {"'a'", "not an object"});
 }
 
 TEST(Safetensors, RejectsUnknownDTypeNamingItAndTheSupportedOnes) {
     std::string path = make_temp_dir("safetensors_dtype") + "/t.safetensors";
     write_raw(path, R"({"w":{"dtype":"F8_E5M2","shape":[4],"data_offsets":[0,4]}})", 4);
-    expect_open_error(path, {"'w'", "F8_E5M2", "F32, BF16, F16, I32, I64, I8, U8, F8_E4M3"});
+    expect_safetensors_open_error(path, {"'w'", "F8_E5M2", "F32, BF16, F16, I32, I64, I8, U8, F8_E4M3"});
 }
 
 TEST(Safetensors, RejectsHeaderThatLiesAboutSizes) {
     std::string path = make_temp_dir("safetensors_lies") + "/t.safetensors";
     write_raw(path, R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})", 24);
-    expect_open_error(path, {"'w'", "span 20 bytes", "needs 24 bytes"});
+    expect_safetensors_open_error(path, {"'w'", "span 20 bytes", "needs 24 bytes"});
     write_raw(path, R"({"w":{"dtype":"F32","shape":[2,-3],"data_offsets":[0,24]}})", 24);
-    expect_open_error(path, {"'w'", "negative"});
+    expect_safetensors_open_error(path, {"'w'", "negative"});
     write_raw(path, R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[16,0]}})", 24);
-    expect_open_error(path, {"'w'", "end before"});
+    expect_safetensors_open_error(path, {"'w'", "end before"});
     write_raw(path, R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0]}})", 24);
-    expect_open_error(path, {"'w'", "data_offsets"});
+    expect_safetensors_open_error(path, {"'w'", "data_offsets"});
     write_raw(path, R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[-4,12]}})", 24);
-    expect_open_error(path, {"'w'", "data_offsets"});
+    expect_safetensors_open_error(path, {"'w'", "data_offsets"});
     write_raw(path, R"({"w":{"shape":[4],"data_offsets":[0,16]}})", 24);
-    expect_open_error(path, {"'w'", "dtype"});
+    expect_safetensors_open_error(path, {"'w'", "dtype"});
     write_raw(path, R"({"w":{"dtype":"F32","data_offsets":[0,16]}})", 24);
-    expect_open_error(path, {"'w'", "shape"});
+    expect_safetensors_open_error(path, {"'w'", "shape"});
     // numel * size overflows 64 bits: must not wrap around to a small size.
     write_raw(path, R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", 24);
-    expect_open_error(path, {"'w'", "too large"});
+    expect_safetensors_open_error(path, {"'w'", "too large"});
 }
 
 TEST(Safetensors, RejectsOffsetsBeyondTheFile) {
     std::string path = make_temp_dir("safetensors_beyond") + "/t.safetensors";
     write_raw(path, R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[16,32]}})", 24);
-    expect_open_error(path, {"'w'", "beyond the 24-byte data buffer"});
+    expect_safetensors_open_error(path, {"'w'", "beyond the 24-byte data buffer"});
 }
 
 TEST(Safetensors, RejectsDeeplyNestedHeaderWithoutCrashing) {
     std::string path = make_temp_dir("safetensors_deep") + "/t.safetensors";
     write_raw(path, "{\"__metadata__\":" + std::string(100000, '[') + std::string(100000, ']') + "}", 0);
-    expect_open_error(path, {"JSON header: JSON nested deeper than 8 levels"});
+    expect_safetensors_open_error(path, {"JSON header: JSON nested deeper than 8 levels"});
     EXPECT_EQ(SafetensorsFile::open(path).error().kind, ErrorKind::ResourceExhausted);
 }
 
@@ -244,7 +245,7 @@ TEST(Safetensors, RejectsTruncatedFile) {
     std::vector<float> data(1000, 1.0f);
     ASSERT_TRUE(write_safetensors(path, {{"w", DType::F32, {1000}, data.data()}}).ok());
     std::filesystem::resize_file(path, std::filesystem::file_size(path) - 100);
-    expect_open_error(path, {"'w'", "truncated"});
+    expect_safetensors_open_error(path, {"'w'", "truncated"});
 }
 
 }  // namespace

@@ -11,34 +11,17 @@
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode.h"
+#include "tokenizer_test_util.h"
 
 namespace lmrun {
 namespace {
 
+using testing::qwen3_tokenizer;
 using testing::read_json_file;
 using testing::read_jsonl_file;
+using testing::stories_tokenizer;
 using testing::testdata_path;
-
-const Tokenizer& load(const std::string& relative) {
-    static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
-    auto& slot = cache[relative];
-    if (!slot) {
-        auto loaded = Tokenizer::from_file(testdata_path(relative));
-        EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : loaded.error().message);
-        slot = std::move(loaded).value();
-    }
-    return *slot;
-}
-const Tokenizer& qwen3() {
-    return load("qwen3-tokenizer/tokenizer.json");
-}
-const Tokenizer& stories() {
-    return load("stories260k/tokenizer.json");
-}
-
-std::vector<int32_t> ids_of(const nlohmann::json& array) {
-    return array.get<std::vector<int32_t>>();
-}
+using testing::token_ids_of;
 
 // Streams `ids` after `prompt_ids` and returns the concatenated output; checks every piece.
 std::string stream(const Tokenizer& tokenizer, std::span<const int32_t> prompt_ids,
@@ -60,7 +43,7 @@ std::string stream(const Tokenizer& tokenizer, std::span<const int32_t> prompt_i
 std::vector<std::vector<int32_t>> golden_id_sequences(const std::string& relative) {
     std::vector<std::vector<int32_t>> sequences;
     for (const auto& record : read_jsonl_file(testdata_path(relative)))
-        sequences.push_back(ids_of(record["ids"]));
+        sequences.push_back(token_ids_of(record["ids"]));
     return sequences;
 }
 
@@ -75,19 +58,21 @@ void expect_stream_equals_decode(const Tokenizer& tokenizer,
 }
 
 TEST(StreamingDetokenizer, Qwen3GoldenSequences) {
-    expect_stream_equals_decode(qwen3(), golden_id_sequences("qwen3-tokenizer/golden_public.jsonl"));
+    expect_stream_equals_decode(qwen3_tokenizer(),
+                                golden_id_sequences("qwen3-tokenizer/golden_public.jsonl"));
 }
 
 TEST(StreamingDetokenizer, StoriesGoldenSequences) {
-    expect_stream_equals_decode(stories(), golden_id_sequences("stories260k/tokenizer_golden.jsonl"));
+    expect_stream_equals_decode(stories_tokenizer(),
+                                golden_id_sequences("stories260k/tokenizer_golden.jsonl"));
 }
 
 TEST(StreamingDetokenizer, Qwen3ChatTemplateSequences) {
     std::vector<std::vector<int32_t>> sequences;
     for (const auto& c : read_json_file(testdata_path("qwen3-tokenizer/chat_template_golden.json"))) {
-        sequences.push_back(ids_of(c["ids"]));
+        sequences.push_back(token_ids_of(c["ids"]));
     }
-    expect_stream_equals_decode(qwen3(), sequences);
+    expect_stream_equals_decode(qwen3_tokenizer(), sequences);
 }
 
 // Random-weight model outputs cut multi-byte characters between tokens, so their
@@ -96,8 +81,8 @@ TEST(StreamingDetokenizer, TinyModelOutputsWithBrokenCharacters) {
     for (const char* model : {"qwen3-tiny/expected.json", "qwen2-tiny/expected.json"}) {
         const auto expected = read_json_file(testdata_path(model));
         for (const auto& c : expected["cases"]) {
-            const auto output_ids = ids_of(c["output_ids"]);
-            EXPECT_EQ(stream(qwen3(), {}, output_ids, false),
+            const auto output_ids = token_ids_of(c["output_ids"]);
+            EXPECT_EQ(stream(qwen3_tokenizer(), {}, output_ids, false),
                       c["decoded_text_output_only"].get<std::string>())
                 << model << " " << c["name"];
         }
@@ -117,10 +102,10 @@ std::string text_after_prompt(const Tokenizer& tokenizer, std::span<const int32_
 TEST(StreamingDetokenizer, StoriesGenerationAfterPrompt) {
     const auto expected = read_json_file(testdata_path("stories260k/expected.json"));
     for (const auto& c : expected["cases"]) {
-        const auto prompt_ids = ids_of(c["prompt_ids"]);
-        const auto output_ids = ids_of(c["output_ids"]);
-        const std::string expected = text_after_prompt(stories(), prompt_ids, output_ids, true);
-        EXPECT_EQ(stream(stories(), prompt_ids, output_ids, true), expected) << c["name"];
+        const auto prompt_ids = token_ids_of(c["prompt_ids"]);
+        const auto output_ids = token_ids_of(c["output_ids"]);
+        const std::string expected = text_after_prompt(stories_tokenizer(), prompt_ids, output_ids, true);
+        EXPECT_EQ(stream(stories_tokenizer(), prompt_ids, output_ids, true), expected) << c["name"];
         // The first generated word keeps its leading space after a prompt.
         const std::string full = c["decoded_text_prompt_plus_output"];
         EXPECT_EQ(c["prompt_text"].get<std::string>() + expected, full) << c["name"];
@@ -130,10 +115,10 @@ TEST(StreamingDetokenizer, StoriesGenerationAfterPrompt) {
 TEST(StreamingDetokenizer, QwenGenerationAfterPrompt) {
     const auto expected = read_json_file(testdata_path("qwen3-tiny/expected.json"));
     for (const auto& c : expected["cases"]) {
-        const auto prompt_ids = ids_of(c["prompt_ids"]);
-        const auto output_ids = ids_of(c["output_ids"]);
-        EXPECT_EQ(stream(qwen3(), prompt_ids, output_ids, false),
-                  text_after_prompt(qwen3(), prompt_ids, output_ids, false))
+        const auto prompt_ids = token_ids_of(c["prompt_ids"]);
+        const auto output_ids = token_ids_of(c["output_ids"]);
+        EXPECT_EQ(stream(qwen3_tokenizer(), prompt_ids, output_ids, false),
+                  text_after_prompt(qwen3_tokenizer(), prompt_ids, output_ids, false))
             << c["name"];
     }
 }
@@ -141,11 +126,11 @@ TEST(StreamingDetokenizer, QwenGenerationAfterPrompt) {
 // Any split of a golden sequence into prompt + generated part streams the rest exactly.
 TEST(StreamingDetokenizer, RandomPromptSplits) {
     std::mt19937 rng(1234);
-    for (const auto* tokenizer_and_file : {&qwen3(), &stories()}) {
+    for (const auto* tokenizer_and_file : {&qwen3_tokenizer(), &stories_tokenizer()}) {
         const Tokenizer& tokenizer = *tokenizer_and_file;
         const auto sequences =
-            golden_id_sequences(&tokenizer == &qwen3() ? "qwen3-tokenizer/golden_public.jsonl"
-                                                       : "stories260k/tokenizer_golden.jsonl");
+            golden_id_sequences(&tokenizer == &qwen3_tokenizer() ? "qwen3-tokenizer/golden_public.jsonl"
+                                                                 : "stories260k/tokenizer_golden.jsonl");
         size_t num_checked = 0;
         for (size_t i = 0; i < sequences.size(); ++i) {
             const auto& ids = sequences[i];
@@ -168,48 +153,49 @@ TEST(StreamingDetokenizer, RandomPromptSplits) {
 TEST(StreamingDetokenizer, WaitsForCompleteCharacters) {
     // Byte fallback: 中 is E4 B8 AD, three <0xNN> tokens in stories260k. HF decodes a
     // run of byte tokens as a whole, so the run is held back until it ends.
-    const auto ids = stories().encode("中", false);
+    const auto ids = stories_tokenizer().encode("中", false);
     ASSERT_EQ(ids.size(), 4u);  // "▁" then three bytes
-    StreamingDetokenizer detokenizer(stories());
+    StreamingDetokenizer detokenizer(stories_tokenizer());
     EXPECT_EQ(detokenizer.push(ids[0]), "");  // a lone leading space is stripped
     EXPECT_EQ(detokenizer.push(ids[1]), "");
     EXPECT_EQ(detokenizer.push(ids[2]), "");
     EXPECT_EQ(detokenizer.push(ids[3]), "");
     // The next non-byte token ends the run.
-    const auto word_ids = stories().encode("a", false);
-    ASSERT_EQ(stories().decode(word_ids), "a");
+    const auto word_ids = stories_tokenizer().encode("a", false);
+    ASSERT_EQ(stories_tokenizer().decode(word_ids), "a");
     std::vector<int32_t> all_ids = ids;
     all_ids.insert(all_ids.end(), word_ids.begin(), word_ids.end());
     std::string text = detokenizer.push(word_ids[0]);
     EXPECT_TRUE(text.starts_with("中")) << text;
     for (size_t i = 1; i < word_ids.size(); ++i) text += detokenizer.push(word_ids[i]);
-    EXPECT_EQ(text + detokenizer.flush(), stories().decode(all_ids));
+    EXPECT_EQ(text + detokenizer.flush(), stories_tokenizer().decode(all_ids));
 
     // A valid byte ('A') followed by a stray lead byte: the whole run becomes U+FFFDs.
-    const std::vector<int32_t> run = {*stories().token_to_id("<0x41>"), *stories().token_to_id("<0xE4>")};
-    StreamingDetokenizer invalid_run(stories());
+    const std::vector<int32_t> run = {*stories_tokenizer().token_to_id("<0x41>"),
+                                      *stories_tokenizer().token_to_id("<0xE4>")};
+    StreamingDetokenizer invalid_run(stories_tokenizer());
     EXPECT_EQ(invalid_run.push(run[0]), "");
     EXPECT_EQ(invalid_run.push(run[1]), "");
-    EXPECT_EQ(invalid_run.flush(), stories().decode(run));
-    EXPECT_EQ(stories().decode(run), "\xEF\xBF\xBD\xEF\xBF\xBD");
+    EXPECT_EQ(invalid_run.flush(), stories_tokenizer().decode(run));
+    EXPECT_EQ(stories_tokenizer().decode(run), "\xEF\xBF\xBD\xEF\xBF\xBD");
 
     // Byte level: a truncated character is flushed as U+FFFD, like decode().
     std::vector<int32_t> emoji_ids;
     for (const char* rare : {"\U0001F9A9", "\U0001FAE8", "\U0001D518", "\U00010348"}) {
-        emoji_ids = qwen3().encode(rare);
+        emoji_ids = qwen3_tokenizer().encode(rare);
         if (emoji_ids.size() >= 2) break;
     }
     ASSERT_GE(emoji_ids.size(), 2u);
-    StreamingDetokenizer truncated(qwen3());
+    StreamingDetokenizer truncated(qwen3_tokenizer());
     EXPECT_EQ(truncated.push(emoji_ids[0]), "");
-    EXPECT_EQ(truncated.flush(), qwen3().decode(std::span<const int32_t>(emoji_ids).first(1)));
+    EXPECT_EQ(truncated.flush(), qwen3_tokenizer().decode(std::span<const int32_t>(emoji_ids).first(1)));
     EXPECT_EQ(truncated.flush(), "");
 }
 
 // Random ids hit partial characters, stray bytes and invalid byte-fallback runs.
 TEST(StreamingDetokenizer, RandomIdSequences) {
     std::mt19937 rng(7);
-    for (const Tokenizer* tokenizer : {&qwen3(), &stories()}) {
+    for (const Tokenizer* tokenizer : {&qwen3_tokenizer(), &stories_tokenizer()}) {
         for (int iteration = 0; iteration < 400; ++iteration) {
             std::vector<int32_t> ids(1 + rng() % 40);
             for (int32_t& id : ids) id = static_cast<int32_t>(rng() % tokenizer->vocab_size());
@@ -222,11 +208,11 @@ TEST(StreamingDetokenizer, RandomIdSequences) {
 
 TEST(StreamingDetokenizer, SkippedSpecialTokensKeepSpaces) {
     // "Hello</s> world" without the </s>: the space before "world" must survive.
-    std::vector<int32_t> ids = stories().encode("Hello", true);
+    std::vector<int32_t> ids = stories_tokenizer().encode("Hello", true);
     ids.push_back(2);
-    for (int32_t id : stories().encode(" world", false)) ids.push_back(id);
-    EXPECT_EQ(stream(stories(), {}, ids, true), stories().decode(ids, true));
-    EXPECT_EQ(stream(stories(), {}, ids, false), stories().decode(ids, false));
+    for (int32_t id : stories_tokenizer().encode(" world", false)) ids.push_back(id);
+    EXPECT_EQ(stream(stories_tokenizer(), {}, ids, true), stories_tokenizer().decode(ids, true));
+    EXPECT_EQ(stream(stories_tokenizer(), {}, ids, false), stories_tokenizer().decode(ids, false));
 }
 
 TEST(StreamingDetokenizer, LongSequenceIsLinear) {
@@ -237,9 +223,9 @@ TEST(StreamingDetokenizer, LongSequenceIsLinear) {
     }
     std::string long_text;
     for (int i = 0; i < 6; ++i) long_text += text;
-    const auto ids = qwen3().encode(long_text);
+    const auto ids = qwen3_tokenizer().encode(long_text);
     ASSERT_GT(ids.size(), 20000u);
-    EXPECT_EQ(stream(qwen3(), {}, ids, false), qwen3().decode(ids, false));
+    EXPECT_EQ(stream(qwen3_tokenizer(), {}, ids, false), qwen3_tokenizer().decode(ids, false));
 }
 
 }  // namespace

@@ -259,4 +259,12 @@ std::shared_ptr<const structured::CompiledGrammar> compile_or_die(
     return compiled.value();
 }
 
+std::vector<std::pair<std::string, nlohmann::ordered_json>> schema_corpus() {
+    std::ifstream in(std::string(LMRUN_SOURCE_DIR) + "/tests/structured/schemas.json");
+    std::vector<std::pair<std::string, nlohmann::ordered_json>> out;
+    for (const nlohmann::ordered_json& entry : nlohmann::ordered_json::parse(in))
+        out.emplace_back(entry["name"].get<std::string>(), entry["schema"]);
+    return out;
+}
+
 }  // namespace lmrun::testing

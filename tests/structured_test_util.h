@@ -33,6 +33,9 @@ std::shared_ptr<const structured::TokenVocabulary> exhaustive_vocabulary(const s
 std::shared_ptr<const structured::TokenVocabulary> random_vocabulary(const std::string& alphabet, int count,
                                                                      int max_length, uint64_t seed);
 
+// The named JSON schemas of tests/structured/schemas.json, in file order: (name, schema).
+std::vector<std::pair<std::string, nlohmann::ordered_json>> schema_corpus();
+
 // The real Qwen3 vocabulary (151,936 rows), built once; EOS = <|im_end|>, <|endoftext|>.
 std::shared_ptr<const structured::TokenVocabulary> qwen3_vocabulary();
 

@@ -9,57 +9,40 @@
 #include <gtest/gtest.h>
 
 #include "test_util.h"
+#include "tokenizer_test_util.h"
 
 namespace lmrun {
 namespace {
 
+using testing::qwen3_tokenizer;
 using testing::read_json_file;
 using testing::read_jsonl_file;
+using testing::stories_tokenizer;
 using testing::testdata_path;
-
-const Tokenizer& qwen3() {
-    static const std::unique_ptr<Tokenizer> tokenizer = [] {
-        auto loaded = Tokenizer::from_file(testdata_path("qwen3-tokenizer/tokenizer.json"));
-        EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : loaded.error().message);
-        return loaded.ok() ? std::move(loaded).value() : nullptr;
-    }();
-    return *tokenizer;
-}
-
-const Tokenizer& stories() {
-    static const std::unique_ptr<Tokenizer> tokenizer = [] {
-        auto loaded = Tokenizer::from_dir(testdata_path("stories260k"));
-        EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : loaded.error().message);
-        return loaded.ok() ? std::move(loaded).value() : nullptr;
-    }();
-    return *tokenizer;
-}
-
-std::vector<int32_t> ids_of(const nlohmann::json& array) {
-    return array.get<std::vector<int32_t>>();
-}
+using testing::token_ids_of;
 
 TEST(TokenizerQwen3, GoldenPublicEncodeAndDecode) {
     const auto records = read_jsonl_file(testdata_path("qwen3-tokenizer/golden_public.jsonl"));
     ASSERT_EQ(records.size(), 218u);
     for (const auto& record : records) {
         const std::string text = record["text"];
-        const auto expected_ids = ids_of(record["ids"]);
-        EXPECT_EQ(qwen3().encode(text), expected_ids) << record["id"];
-        EXPECT_EQ(qwen3().encode(text, /*add_special_tokens=*/false), expected_ids) << record["id"];
-        EXPECT_EQ(qwen3().decode(expected_ids), record["decoded"].get<std::string>()) << record["id"];
+        const auto expected_ids = token_ids_of(record["ids"]);
+        EXPECT_EQ(qwen3_tokenizer().encode(text), expected_ids) << record["id"];
+        EXPECT_EQ(qwen3_tokenizer().encode(text, /*add_special_tokens=*/false), expected_ids) << record["id"];
+        EXPECT_EQ(qwen3_tokenizer().decode(expected_ids), record["decoded"].get<std::string>())
+            << record["id"];
     }
 }
 
 TEST(TokenizerQwen3, GoldenTokensMatchIdToToken) {
     const auto records = read_jsonl_file(testdata_path("qwen3-tokenizer/golden_public.jsonl"));
     for (const auto& record : records) {
-        const auto ids = ids_of(record["ids"]);
+        const auto ids = token_ids_of(record["ids"]);
         const auto tokens = record["tokens"].get<std::vector<std::string>>();
         ASSERT_EQ(ids.size(), tokens.size()) << record["id"];
         for (size_t i = 0; i < ids.size(); ++i) {
-            EXPECT_EQ(qwen3().id_to_token(ids[i]), tokens[i]) << record["id"];
-            EXPECT_EQ(qwen3().token_to_id(tokens[i]), ids[i]) << record["id"];
+            EXPECT_EQ(qwen3_tokenizer().id_to_token(ids[i]), tokens[i]) << record["id"];
+            EXPECT_EQ(qwen3_tokenizer().token_to_id(tokens[i]), ids[i]) << record["id"];
         }
     }
 }
@@ -68,7 +51,8 @@ TEST(TokenizerQwen3, ChatTemplateRenderings) {
     const auto cases = read_json_file(testdata_path("qwen3-tokenizer/chat_template_golden.json"));
     ASSERT_EQ(cases.size(), 14u);
     for (const auto& c : cases) {
-        EXPECT_EQ(qwen3().encode(c["rendered"].get<std::string>()), ids_of(c["ids"])) << c["name"];
+        EXPECT_EQ(qwen3_tokenizer().encode(c["rendered"].get<std::string>()), token_ids_of(c["ids"]))
+            << c["name"];
     }
 }
 
@@ -76,9 +60,10 @@ TEST(TokenizerQwen3, TinyModelPromptsAndOutputs) {
     for (const char* model : {"qwen3-tiny/expected.json", "qwen2-tiny/expected.json"}) {
         const auto expected = read_json_file(testdata_path(model));
         for (const auto& c : expected["cases"]) {
-            EXPECT_EQ(qwen3().encode(c["prompt_text"].get<std::string>(), false), ids_of(c["prompt_ids"]))
+            EXPECT_EQ(qwen3_tokenizer().encode(c["prompt_text"].get<std::string>(), false),
+                      token_ids_of(c["prompt_ids"]))
                 << model << " " << c["name"];
-            EXPECT_EQ(qwen3().decode(ids_of(c["output_ids"])),
+            EXPECT_EQ(qwen3_tokenizer().decode(token_ids_of(c["output_ids"])),
                       c["decoded_text_output_only"].get<std::string>())
                 << model << " " << c["name"];
         }
@@ -86,18 +71,18 @@ TEST(TokenizerQwen3, TinyModelPromptsAndOutputs) {
 }
 
 TEST(TokenizerQwen3, SpecialTokensAndVocab) {
-    EXPECT_EQ(qwen3().vocab_size(), 151669);
-    EXPECT_EQ(qwen3().eos_token_id(), 151645);
-    EXPECT_EQ(qwen3().pad_token_id(), 151643);
-    EXPECT_FALSE(qwen3().bos_token_id().has_value());
-    EXPECT_EQ(qwen3().token_to_id("<|im_start|>"), 151644);
-    EXPECT_TRUE(qwen3().is_special(151644));
-    EXPECT_FALSE(qwen3().is_special(151657));  // <tool_call> is added but not special
-    EXPECT_FALSE(qwen3().is_special(9707));
+    EXPECT_EQ(qwen3_tokenizer().vocab_size(), 151669);
+    EXPECT_EQ(qwen3_tokenizer().eos_token_id(), 151645);
+    EXPECT_EQ(qwen3_tokenizer().pad_token_id(), 151643);
+    EXPECT_FALSE(qwen3_tokenizer().bos_token_id().has_value());
+    EXPECT_EQ(qwen3_tokenizer().token_to_id("<|im_start|>"), 151644);
+    EXPECT_TRUE(qwen3_tokenizer().is_special(151644));
+    EXPECT_FALSE(qwen3_tokenizer().is_special(151657));  // <tool_call> is added but not special
+    EXPECT_FALSE(qwen3_tokenizer().is_special(9707));
     const std::vector<int32_t> ids = {151644, 9707, 151645, 151657};
-    EXPECT_EQ(qwen3().decode(ids, /*skip_special_tokens=*/true), "Hello<tool_call>");
-    EXPECT_EQ(qwen3().decode(ids, false), "<|im_start|>Hello<|im_end|><tool_call>");
-    EXPECT_TRUE(qwen3().tokenizer_config().contains("chat_template"));
+    EXPECT_EQ(qwen3_tokenizer().decode(ids, /*skip_special_tokens=*/true), "Hello<tool_call>");
+    EXPECT_EQ(qwen3_tokenizer().decode(ids, false), "<|im_start|>Hello<|im_end|><tool_call>");
+    EXPECT_TRUE(qwen3_tokenizer().tokenizer_config().contains("chat_template"));
 }
 
 TEST(TokenizerQwen3, ConcurrentEncodesMatchGoldens) {
@@ -108,7 +93,8 @@ TEST(TokenizerQwen3, ConcurrentEncodesMatchGoldens) {
         threads.emplace_back([&, t] {
             for (size_t i = t; i < records.size() * 2; i += 2) {
                 const auto& record = records[i % records.size()];
-                if (qwen3().encode(record["text"].get<std::string>()) != ids_of(record["ids"]))
+                if (qwen3_tokenizer().encode(record["text"].get<std::string>()) !=
+                    token_ids_of(record["ids"]))
                     ++num_mismatches[t];
             }
         });
@@ -118,10 +104,10 @@ TEST(TokenizerQwen3, ConcurrentEncodesMatchGoldens) {
 }
 
 TEST(TokenizerQwen3, InvalidUtf8InputIsRepaired) {
-    EXPECT_EQ(qwen3().encode("a\xFF"
-                             "b"),
-              qwen3().encode("a\xEF\xBF\xBD"
-                             "b"));
+    EXPECT_EQ(qwen3_tokenizer().encode("a\xFF"
+                                       "b"),
+              qwen3_tokenizer().encode("a\xEF\xBF\xBD"
+                                       "b"));
 }
 
 TEST(TokenizerStories, GoldenEncodeAndDecode) {
@@ -129,46 +115,48 @@ TEST(TokenizerStories, GoldenEncodeAndDecode) {
     ASSERT_EQ(records.size(), 218u);
     for (const auto& record : records) {
         const std::string text = record["text"];
-        const auto expected_ids = ids_of(record["ids"]);
-        EXPECT_EQ(stories().encode(text, true), expected_ids) << record["id"];
-        EXPECT_EQ(stories().decode(expected_ids, /*skip_special_tokens=*/true),
+        const auto expected_ids = token_ids_of(record["ids"]);
+        EXPECT_EQ(stories_tokenizer().encode(text, true), expected_ids) << record["id"];
+        EXPECT_EQ(stories_tokenizer().decode(expected_ids, /*skip_special_tokens=*/true),
                   record["decoded"].get<std::string>())
             << record["id"];
         const auto tokens = record["tokens"].get<std::vector<std::string>>();
         ASSERT_EQ(tokens.size(), expected_ids.size());
         for (size_t i = 0; i < tokens.size(); ++i)
-            EXPECT_EQ(stories().id_to_token(expected_ids[i]), tokens[i]);
+            EXPECT_EQ(stories_tokenizer().id_to_token(expected_ids[i]), tokens[i]);
     }
 }
 
 TEST(TokenizerStories, ModelPromptsAndOutputs) {
     const auto expected = read_json_file(testdata_path("stories260k/expected.json"));
     for (const auto& c : expected["cases"]) {
-        const auto prompt_ids = ids_of(c["prompt_ids"]);
-        EXPECT_EQ(stories().encode(c["prompt_text"].get<std::string>(), true), prompt_ids) << c["name"];
-        EXPECT_EQ(stories().decode(ids_of(c["output_ids"]), true),
+        const auto prompt_ids = token_ids_of(c["prompt_ids"]);
+        EXPECT_EQ(stories_tokenizer().encode(c["prompt_text"].get<std::string>(), true), prompt_ids)
+            << c["name"];
+        EXPECT_EQ(stories_tokenizer().decode(token_ids_of(c["output_ids"]), true),
                   c["decoded_text_output_only"].get<std::string>())
             << c["name"];
         std::vector<int32_t> all_ids = prompt_ids;
-        for (int32_t id : ids_of(c["output_ids"])) all_ids.push_back(id);
-        EXPECT_EQ(stories().decode(all_ids, true), c["decoded_text_prompt_plus_output"].get<std::string>())
+        for (int32_t id : token_ids_of(c["output_ids"])) all_ids.push_back(id);
+        EXPECT_EQ(stories_tokenizer().decode(all_ids, true),
+                  c["decoded_text_prompt_plus_output"].get<std::string>())
             << c["name"];
     }
 }
 
 TEST(TokenizerStories, SpecialTokens) {
-    EXPECT_EQ(stories().vocab_size(), 512);
-    EXPECT_EQ(stories().bos_token_id(), 1);
-    EXPECT_EQ(stories().eos_token_id(), 2);
-    EXPECT_EQ(stories().encode("", true), std::vector<int32_t>{1});
-    EXPECT_EQ(stories().encode("", false), std::vector<int32_t>{});
-    const auto with_bos = stories().encode("Hello", true);
-    const auto without_bos = stories().encode("Hello", false);
+    EXPECT_EQ(stories_tokenizer().vocab_size(), 512);
+    EXPECT_EQ(stories_tokenizer().bos_token_id(), 1);
+    EXPECT_EQ(stories_tokenizer().eos_token_id(), 2);
+    EXPECT_EQ(stories_tokenizer().encode("", true), std::vector<int32_t>{1});
+    EXPECT_EQ(stories_tokenizer().encode("", false), std::vector<int32_t>{});
+    const auto with_bos = stories_tokenizer().encode("Hello", true);
+    const auto without_bos = stories_tokenizer().encode("Hello", false);
     ASSERT_EQ(with_bos.size(), without_bos.size() + 1);
     EXPECT_EQ(with_bos[0], 1);
     // Special tokens are kept as text unless skipped.
-    EXPECT_EQ(stories().decode(with_bos, false), "<s> Hello");
-    EXPECT_EQ(stories().decode(with_bos, true), "Hello");
+    EXPECT_EQ(stories_tokenizer().decode(with_bos, false), "<s> Hello");
+    EXPECT_EQ(stories_tokenizer().decode(with_bos, true), "Hello");
 }
 
 std::string write_file(const std::string& dir, const std::string& name, const std::string& contents) {

@@ -36,7 +36,7 @@ std::vector<float> range(float begin, float end) {
     return values;
 }
 
-std::vector<float> concat(std::initializer_list<std::vector<float>> parts) {
+std::vector<float> concat_floats(std::initializer_list<std::vector<float>> parts) {
     std::vector<float> all;
     for (const auto& part : parts) all.insert(all.end(), part.begin(), part.end());
     return all;
@@ -94,8 +94,8 @@ TEST(WeightLoader, ColumnParallelHalvesReassemble) {
         Tensor b = Tensor::zeros(DType::F32, {2});
         ASSERT_TRUE(load_column_parallel(weight.info, w, rank(r, 2)).ok());
         ASSERT_TRUE(load_column_parallel(bias.info, b, rank(r, 2)).ok());
-        weight_parts = concat({weight_parts, to_vector(w)});
-        bias_parts = concat({bias_parts, to_vector(b)});
+        weight_parts = concat_floats({weight_parts, to_vector(w)});
+        bias_parts = concat_floats({bias_parts, to_vector(b)});
     }
     EXPECT_EQ(weight_parts, weight.values);
     EXPECT_EQ(bias_parts, bias.values);
@@ -127,7 +127,7 @@ TEST(WeightLoader, QkvPackedTp1) {
     ASSERT_TRUE(load_qkv_shard(q.info, dst, QkvShard::Q, 4, 2, 2, rank(0, 1)).ok());
     ASSERT_TRUE(load_qkv_shard(k.info, dst, QkvShard::K, 4, 2, 2, rank(0, 1)).ok());
     ASSERT_TRUE(load_qkv_shard(v.info, dst, QkvShard::V, 4, 2, 2, rank(0, 1)).ok());
-    EXPECT_EQ(to_vector(dst), concat({q.values, k.values, v.values}));
+    EXPECT_EQ(to_vector(dst), concat_floats({q.values, k.values, v.values}));
 }
 
 TEST(WeightLoader, QkvTp2SplitsHeads) {
@@ -267,7 +267,7 @@ TEST(WeightLoader, NonFiniteWeightIsCorruptInBothPaths) {
     }
 }
 
-void expect_error(const Status& status, std::initializer_list<std::string> needles) {
+void expect_status_error(const Status& status, std::initializer_list<std::string> needles) {
     ASSERT_FALSE(status.ok());
     for (const std::string& needle : needles)
         EXPECT_NE(status.error().message.find(needle), std::string::npos) << status.error().message;
@@ -276,36 +276,37 @@ void expect_error(const Status& status, std::initializer_list<std::string> needl
 TEST(WeightLoader, ShapeMismatchNamesFileTensorAndShapes) {
     FakeTensor src("model.layers.0.mlp.up_proj.weight", {4, 3});
     Tensor dst = Tensor::zeros(DType::F32, {4, 2});
-    expect_error(load_replicated(src.info, dst),
-                 {"mem.safetensors", "model.layers.0.mlp.up_proj.weight", "[4, 3]", "expected [4, 2]"});
+    expect_status_error(
+        load_replicated(src.info, dst),
+        {"mem.safetensors", "model.layers.0.mlp.up_proj.weight", "[4, 3]", "expected [4, 2]"});
     Tensor half = Tensor::zeros(DType::F32, {3, 3});
-    expect_error(load_column_parallel(src.info, half, rank(0, 2)),
-                 {"mem.safetensors", "[4, 3]", "expected [6, 3]", "tp_size 2"});
+    expect_status_error(load_column_parallel(src.info, half, rank(0, 2)),
+                        {"mem.safetensors", "[4, 3]", "expected [6, 3]", "tp_size 2"});
     Tensor cols = Tensor::zeros(DType::F32, {4, 1});
-    expect_error(load_row_parallel(src.info, cols, rank(0, 2)), {"[4, 3]", "expected [4, 2]"});
+    expect_status_error(load_row_parallel(src.info, cols, rank(0, 2)), {"[4, 3]", "expected [4, 2]"});
     Tensor qkv = Tensor::zeros(DType::F32, {8, 3});
-    expect_error(load_qkv_shard(src.info, qkv, QkvShard::K, 2, 1, 2, rank(0, 1)),
-                 {"[4, 3]", "expected [2, 3]"});
+    expect_status_error(load_qkv_shard(src.info, qkv, QkvShard::K, 2, 1, 2, rank(0, 1)),
+                        {"[4, 3]", "expected [2, 3]"});
     Tensor merged = Tensor::zeros(DType::F32, {10, 3});
     std::vector<int64_t> sizes = {5, 5};
-    expect_error(load_merged_column_shard(src.info, merged, 1, sizes, rank(0, 1)),
-                 {"[4, 3]", "expected [5, 3]"});
+    expect_status_error(load_merged_column_shard(src.info, merged, 1, sizes, rank(0, 1)),
+                        {"[4, 3]", "expected [5, 3]"});
     Tensor vocab = Tensor::zeros(DType::F32, {1, 3});
-    expect_error(load_vocab_parallel(src.info, vocab, rank(0, 2)), {"[4, 3]", "expected [<= 2, 3]"});
+    expect_status_error(load_vocab_parallel(src.info, vocab, rank(0, 2)), {"[4, 3]", "expected [<= 2, 3]"});
 }
 
 TEST(WeightLoader, RejectsBadInputs) {
     std::vector<int32_t> ids = {1, 2};
     TensorInfo int_src{"ids", DType::I32, {2}, ids.data(), 8, "mem"};
     Tensor dst = Tensor::zeros(DType::F32, {2});
-    expect_error(load_replicated(int_src, dst), {"ids", "I32", "float"});
+    expect_status_error(load_replicated(int_src, dst), {"ids", "I32", "float"});
     FakeTensor q("q", {6, 1});
     Tensor qkv = Tensor::zeros(DType::F32, {6, 1});
-    expect_error(load_qkv_shard(q.info, qkv, QkvShard::Q, 3, 3, 1, rank(0, 2)),
-                 {"cannot be split", "tp_size 2"});
+    expect_status_error(load_qkv_shard(q.info, qkv, QkvShard::Q, 3, 3, 1, rank(0, 2)),
+                        {"cannot be split", "tp_size 2"});
     FakeTensor w("w", {4});
     Tensor half = Tensor::zeros(DType::F32, {2});
-    expect_error(load_column_parallel(w.info, half, rank(2, 2)), {"invalid tensor-parallel rank 2"});
+    expect_status_error(load_column_parallel(w.info, half, rank(2, 2)), {"invalid tensor-parallel rank 2"});
 }
 
 }  // namespace

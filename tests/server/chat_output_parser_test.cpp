@@ -7,13 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include "server/openai_response.h"
 #include "server/reasoning_parser.h"
 #include "server/tool_call_parser.h"
 
 namespace lmrun::server {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 struct Accumulated {
     std::string reasoning, content;
@@ -37,8 +36,8 @@ void add(Accumulated& total, const ChatDelta& delta) {
 }
 
 // Splits `text` at the given cut points and runs it through a parser.
-Accumulated run(const ChatOutputOptions& options, const std::string& text, const std::vector<size_t>& cuts,
-                Json* message = nullptr) {
+Accumulated run_parser(const ChatOutputOptions& options, const std::string& text,
+                       const std::vector<size_t>& cuts, Json* message = nullptr) {
     ChatOutputParser parser(options);
     Accumulated total;
     size_t begin = 0;
@@ -55,7 +54,7 @@ Accumulated run(const ChatOutputOptions& options, const std::string& text, const
 // Whole, byte by byte, and at random cuts: the same message each time.
 void expect_message(const ChatOutputOptions& options, const std::string& text, const Json& expected) {
     Json whole;
-    const Accumulated reference = run(options, text, {}, &whole);
+    const Accumulated reference = run_parser(options, text, {}, &whole);
     Json comparable = whole;
     if (comparable.contains("tool_calls")) {
         for (Json& call : comparable["tool_calls"]) call.erase("id");
@@ -73,7 +72,7 @@ void expect_message(const ChatOutputOptions& options, const std::string& text, c
         splits.push_back(cuts);
     }
     for (const auto& cuts : splits) {
-        const Accumulated streamed = run(options, text, cuts);
+        const Accumulated streamed = run_parser(options, text, cuts);
         EXPECT_EQ(streamed.reasoning, reference.reasoning) << text;
         EXPECT_EQ(streamed.content, reference.content) << text;
         ASSERT_EQ(streamed.calls.size(), reference.calls.size()) << text;

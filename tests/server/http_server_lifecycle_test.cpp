@@ -52,7 +52,7 @@ HttpServerOptions any_port() {
     return options;
 }
 
-std::string get(int port, const std::string& path) {
+std::string http_get(int port, const std::string& path) {
     RawConnection connection(port);
     connection.send("GET " + path + " HTTP/1.1\r\nHost: t\r\n\r\n");
     return connection.read_response(30);
@@ -84,12 +84,12 @@ TEST(HttpServerLifecycleTest, ServesUntilFinishAndDrainingIsSeenByTheHandler) {
     auto port = front.lifecycle.bind();
     ASSERT_TRUE(port.ok()) << port.error().message;
     auto serving = std::async(std::launch::async, [&] { return front.lifecycle.serve(); });
-    EXPECT_EQ(status_of(get(*port, "/now")), 200);
+    EXPECT_EQ(status_of(http_get(*port, "/now")), 200);
     EXPECT_FALSE(front.lifecycle.draining());
 
     const ShutdownDeadline shutdown = front.lifecycle.begin_shutdown(5.0);
     EXPECT_TRUE(front.lifecycle.draining());
-    EXPECT_EQ(status_of(get(*port, "/now")), 503);
+    EXPECT_EQ(status_of(http_get(*port, "/now")), 503);
     EXPECT_EQ(serving.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);  // still serving
 
     EXPECT_TRUE(front.lifecycle.finish(shutdown));  // nothing was left open

@@ -16,8 +16,6 @@
 namespace lmrun::server {
 namespace {
 
-using Json = nlohmann::json;
-
 class HttpServerTest : public ::testing::Test {
   protected:
     virtual HttpServerOptions options() const {
@@ -58,15 +56,15 @@ class HttpServerTest : public ::testing::Test {
         return client.Post(path.c_str(), headers, body, "application/json");
     }
 
-    Json post_json(const std::string& path, const std::string& body, int expected_status) {
+    nlohmann::json post_json(const std::string& path, const std::string& body, int expected_status) {
         auto response = post(path, body);
         if (!response) {
             ADD_FAILURE() << path << ": no response";
-            return Json();
+            return nlohmann::json();
         }
         EXPECT_EQ(response->status, expected_status) << path << ": " << response->body.substr(0, 300);
         EXPECT_EQ(response->get_header_value("Content-Type"), "application/json");
-        return Json::parse(response->body, nullptr, false);
+        return nlohmann::json::parse(response->body, nullptr, false);
     }
 
     std::string metrics_text() {
@@ -85,13 +83,13 @@ class HttpServerTest : public ::testing::Test {
 
 TEST_F(HttpServerTest, GreedyCompletionEqualsTheGolden) {
     const testing::StoriesGolden golden = testing::stories_goldens()[2];  // prompt1
-    Json body = {
+    nlohmann::json body = {
         {"model", "stories"}, {"prompt", golden.prompt_ids}, {"max_tokens", golden.output_ids.size()},
         {"temperature", 0},   {"ignore_eos", true},          {"return_token_ids", true}};
     auto response = post("/v1/completions", body.dump());
     ASSERT_TRUE(response);
     ASSERT_EQ(response->status, 200) << response->body;
-    Json json = Json::parse(response->body);
+    nlohmann::json json = nlohmann::json::parse(response->body);
     EXPECT_EQ(json["choices"][0]["text"], golden.output_text);
     EXPECT_EQ(json["choices"][0]["token_ids"].get<std::vector<int32_t>>(), golden.output_ids);
     EXPECT_EQ(json["choices"][0]["finish_reason"], "length");
@@ -101,12 +99,12 @@ TEST_F(HttpServerTest, GreedyCompletionEqualsTheGolden) {
 
 TEST_F(HttpServerTest, StreamedTextEqualsTheGolden) {
     const testing::StoriesGolden golden = testing::stories_goldens()[3];  // prompt2
-    Json body = {{"prompt", golden.prompt_text},
-                 {"max_tokens", golden.output_ids.size()},
-                 {"temperature", 0},
-                 {"ignore_eos", true},
-                 {"stream", true},
-                 {"stream_options", {{"include_usage", true}}}};
+    nlohmann::json body = {{"prompt", golden.prompt_text},
+                           {"max_tokens", golden.output_ids.size()},
+                           {"temperature", 0},
+                           {"ignore_eos", true},
+                           {"stream", true},
+                           {"stream_options", {{"include_usage", true}}}};
     auto response = post("/v1/completions", body.dump());
     ASSERT_TRUE(response);
     ASSERT_EQ(response->status, 200);
@@ -115,14 +113,14 @@ TEST_F(HttpServerTest, StreamedTextEqualsTheGolden) {
     ASSERT_GE(sse.size(), 14u);
     EXPECT_EQ(sse.substr(sse.size() - 14), "data: [DONE]\n\n");
     std::string text;
-    Json usage;
+    nlohmann::json usage;
     for (size_t begin = 0, end; (end = sse.find("\n\n", begin)) != std::string::npos; begin = end + 2) {
         std::string event = sse.substr(begin, end - begin);
         ASSERT_EQ(event.rfind("data: ", 0), 0u) << event;
         if (event == "data: [DONE]") continue;
-        Json chunk = Json::parse(event.substr(6));
+        nlohmann::json chunk = nlohmann::json::parse(event.substr(6));
         if (chunk["usage"].is_object()) usage = chunk["usage"];
-        for (const Json& choice : chunk["choices"]) text += choice["text"].get<std::string>();
+        for (const nlohmann::json& choice : chunk["choices"]) text += choice["text"].get<std::string>();
     }
     EXPECT_EQ(text, golden.output_text);
     EXPECT_EQ(usage["completion_tokens"], golden.output_ids.size());
@@ -132,14 +130,14 @@ TEST_F(HttpServerTest, ErrorsAndAuth) {
     auto unauthorized = post("/v1/completions", R"({"prompt": "a"})", false);
     ASSERT_TRUE(unauthorized);
     EXPECT_EQ(unauthorized->status, 401);
-    EXPECT_EQ(Json::parse(unauthorized->body)["error"]["code"], "invalid_api_key");
+    EXPECT_EQ(nlohmann::json::parse(unauthorized->body)["error"]["code"], "invalid_api_key");
     auto malformed = post("/v1/completions", "{\"prompt\": ");
     ASSERT_TRUE(malformed);
     EXPECT_EQ(malformed->status, 400);
     auto bad_value = post("/v1/completions", R"({"prompt": "a", "top_p": 7})");
     ASSERT_TRUE(bad_value);
     EXPECT_EQ(bad_value->status, 400);
-    EXPECT_EQ(Json::parse(bad_value->body)["error"]["param"], "top_p");
+    EXPECT_EQ(nlohmann::json::parse(bad_value->body)["error"]["param"], "top_p");
     auto unknown_model = post("/v1/completions", R"({"prompt": "a", "model": "gpt"})");
     ASSERT_TRUE(unknown_model);
     EXPECT_EQ(unknown_model->status, 404);
@@ -163,17 +161,17 @@ TEST_F(HttpServerTest, LoadReportsTokensAndCapacityWithoutTheKey) {
     auto idle = client.Get("/load");
     ASSERT_TRUE(idle);
     ASSERT_EQ(idle->status, 200);
-    const Json before = Json::parse(idle->body);
+    const nlohmann::json before = nlohmann::json::parse(idle->body);
     EXPECT_EQ(before["load_tokens"], 0);
     EXPECT_EQ(before["num_running"], 0);
     EXPECT_GT(before["kv_capacity_tokens"].get<int64_t>(), 0);
     // 300 prompt tokens: at least one full KV block, which the prefix cache looks up.
-    post_json("/v1/completions", Json{{"prompt", std::vector<int32_t>(300, 403)}, {"max_tokens", 4}}.dump(),
-              200);
+    post_json("/v1/completions",
+              nlohmann::json{{"prompt", std::vector<int32_t>(300, 403)}, {"max_tokens", 4}}.dump(), 200);
     // The gauges are published after each engine step.
-    Json after;
+    nlohmann::json after;
     for (int i = 0; i < 100; ++i) {
-        after = Json::parse(client.Get("/load")->body);
+        after = nlohmann::json::parse(client.Get("/load")->body);
         if (after["prefix_cache_queries"].get<int64_t>() > 0 && after["load_tokens"] == 0) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
@@ -183,14 +181,16 @@ TEST_F(HttpServerTest, LoadReportsTokensAndCapacityWithoutTheKey) {
 
 TEST_F(HttpServerTest, TokenizeDetokenize) {
     const testing::StoriesGolden golden = testing::stories_goldens()[4];
-    auto tokenized = post("/tokenize", Json{{"prompt", golden.prompt_text}}.dump());
+    auto tokenized = post("/tokenize", nlohmann::json{{"prompt", golden.prompt_text}}.dump());
     ASSERT_TRUE(tokenized);
     ASSERT_EQ(tokenized->status, 200);
-    EXPECT_EQ(Json::parse(tokenized->body)["tokens"].get<std::vector<int32_t>>(), golden.prompt_ids);
-    auto detokenized = post("/detokenize", Json{{"tokens", testing::stories_goldens()[0].output_ids}}.dump());
+    EXPECT_EQ(nlohmann::json::parse(tokenized->body)["tokens"].get<std::vector<int32_t>>(),
+              golden.prompt_ids);
+    auto detokenized =
+        post("/detokenize", nlohmann::json{{"tokens", testing::stories_goldens()[0].output_ids}}.dump());
     ASSERT_TRUE(detokenized);
     ASSERT_EQ(detokenized->status, 200);
-    EXPECT_EQ(Json::parse(detokenized->body)["prompt"], testing::stories_goldens()[0].output_text);
+    EXPECT_EQ(nlohmann::json::parse(detokenized->body)["prompt"], testing::stories_goldens()[0].output_text);
 }
 
 TEST_F(HttpServerTest, ShutdownFinishesInFlightAndRefusesNew) {
@@ -198,7 +198,7 @@ TEST_F(HttpServerTest, ShutdownFinishesInFlightAndRefusesNew) {
         auto response = post("/v1/completions", R"({"prompt": [1], "max_tokens": 300, "ignore_eos": true})");
         ASSERT_TRUE(response);
         EXPECT_EQ(response->status, 200);
-        EXPECT_EQ(Json::parse(response->body)["usage"]["completion_tokens"], 300);
+        EXPECT_EQ(nlohmann::json::parse(response->body)["usage"]["completion_tokens"], 300);
     });
     while (engine_->num_admitted_sequences() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     std::thread stopper([&] { http_->shutdown(30); });
@@ -222,7 +222,7 @@ TEST_F(HttpServerTest, JsonNested200000DeepIsA400Everywhere) {
         {"/v1/completions", R"({"prompt": )" + deep + "}"},
     };
     for (const auto& [path, body] : cases) {
-        Json error = post_json(path, body, 400)["error"];
+        nlohmann::json error = post_json(path, body, 400)["error"];
         EXPECT_EQ(error["message"], "request body: JSON nested deeper than 256 levels") << path;
         EXPECT_EQ(error["type"], "invalid_request_error");
         EXPECT_TRUE(error["param"].is_null());
@@ -243,7 +243,7 @@ TEST_F(HttpServerTest, BodyLimitHoldsAcrossChunksAndCompressedBodiesAre415) {
         testing::chunked(body, 1 << 20));
     const std::string response = connection.read_response(60);
     ASSERT_EQ(testing::status_of(response), 413) << response.substr(0, 300);
-    Json error = Json::parse(testing::body_of(response))["error"];
+    nlohmann::json error = nlohmann::json::parse(testing::body_of(response))["error"];
     EXPECT_EQ(error["message"],
               "The request body is larger than this server's limit of 67108864 bytes (64 MiB; lmrun serve "
               "--max-request-body-mb).");
@@ -256,7 +256,8 @@ TEST_F(HttpServerTest, BodyLimitHoldsAcrossChunksAndCompressedBodiesAre415) {
         gzip_magic);
     const std::string refused = gzip.read_response(30);
     ASSERT_EQ(testing::status_of(refused), 415) << refused;
-    EXPECT_EQ(Json::parse(testing::body_of(refused))["error"]["code"], "unsupported_content_encoding");
+    EXPECT_EQ(nlohmann::json::parse(testing::body_of(refused))["error"]["code"],
+              "unsupported_content_encoding");
 }
 
 // Item 3: an object with 80,000 keys is read like any other (parse_ordered_json is linear: see
@@ -264,9 +265,10 @@ TEST_F(HttpServerTest, BodyLimitHoldsAcrossChunksAndCompressedBodiesAre415) {
 TEST_F(HttpServerTest, ObjectWith80000KeysIsAnswered) {
     std::string extra;
     for (int i = 0; i < 80000; ++i) extra += fmt::format(", \"k{}\": {}", i, i);
-    Json completion = post_json("/v1/completions", R"({"prompt": [1], "max_tokens": 2)" + extra + "}", 200);
+    nlohmann::json completion =
+        post_json("/v1/completions", R"({"prompt": [1], "max_tokens": 2)" + extra + "}", 200);
     EXPECT_EQ(completion["usage"]["completion_tokens"], 2);
-    Json tokenized = post_json("/tokenize", R"({"prompt": "Once upon a time")" + extra + "}", 200);
+    nlohmann::json tokenized = post_json("/tokenize", R"({"prompt": "Once upon a time")" + extra + "}", 200);
     EXPECT_EQ(tokenized["count"], 5);
 }
 
@@ -286,7 +288,7 @@ TEST_F(HttpServerTest, ReportedIntegerAndTypeConfusionInputsAre400NamingTheField
         {"/detokenize", R"({"tokens": [1, 18446744073709551615]})", "tokens"},
     };
     for (const auto& [path, body, param] : cases) {
-        Json error = post_json(path, body, 400)["error"];
+        nlohmann::json error = post_json(path, body, 400)["error"];
         EXPECT_EQ(error["param"], param) << body << ": " << error.dump();
         EXPECT_EQ(error["type"], "invalid_request_error");
     }
@@ -364,13 +366,14 @@ TEST_F(HttpServerTest, ShutdownDoesNotWaitForSlowClients) {
 // Item 9: bytes after a NUL inside a JSON string reach the tokenizer and come back.
 TEST_F(HttpServerTest, BytesAfterANulAreKept) {
     const std::string text("hello\0world", 11);
-    Json tokenized =
+    nlohmann::json tokenized =
         post_json("/tokenize", R"({"prompt": "hello\u0000world", "add_special_tokens": false})", 200);
-    Json detokenized = post_json("/detokenize", Json{{"tokens", tokenized["tokens"]}}.dump(), 200);
+    nlohmann::json detokenized =
+        post_json("/detokenize", nlohmann::json{{"tokens", tokenized["tokens"]}}.dump(), 200);
     const std::string round_trip = detokenized["prompt"];
     ASSERT_GE(round_trip.size(), text.size());
     EXPECT_EQ(round_trip.substr(round_trip.size() - text.size()), text);
-    Json echoed =
+    nlohmann::json echoed =
         post_json("/v1/completions", R"({"prompt": "hello\u0000world", "echo": true, "max_tokens": 1})", 200);
     const std::string completion = echoed["choices"][0]["text"];
     EXPECT_EQ(completion.substr(0, text.size()), text);
@@ -382,7 +385,7 @@ TEST_F(HttpServerTest, TokenizeAndDetokenizeNeedTheKey) {
         auto response = post(path, R"({"prompt": "a", "tokens": [1]})", false);
         ASSERT_TRUE(response);
         EXPECT_EQ(response->status, 401) << path;
-        EXPECT_EQ(Json::parse(response->body)["error"]["code"], "invalid_api_key");
+        EXPECT_EQ(nlohmann::json::parse(response->body)["error"]["code"], "invalid_api_key");
     }
 }
 

@@ -4,10 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include "server/openai_response.h"
+
 namespace lmrun::server {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 std::optional<ApiError> parse_completion(const std::string& text, CompletionRequest& request) {
     return parse_completion_request(Json::parse(text), request);

@@ -2,10 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "server/openai_response.h"
+
 namespace lmrun::server {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 TEST(RequestFields, IntegersAreRangeCheckedBeforeUse) {
     int64_t value = 7;

@@ -12,26 +12,12 @@
 namespace lmrun::testing {
 namespace {
 
-struct CommandResult {
-    int exit_code = -1;
-    std::string output;
-};
-
 CommandResult run_serve(const std::string& arguments) {
     // `timeout`: an option that were accepted by mistake would start a server that never exits.
     const std::string port = arguments.find("--port") == std::string::npos ? " --port 0 " : " ";
     const std::string command = "timeout 60 " + std::string(LMRUN_BINARY_DIR) + "/lmrun serve --model " +
-                                testdata_path("stories260k") + port + arguments + " 2>&1";
-    CommandResult result;
-    FILE* pipe = popen(command.c_str(), "r");
-    if (!pipe) return result;
-    std::array<char, 4096> buffer;
-    size_t count;
-    while ((count = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-        result.output.append(buffer.data(), count);
-    const int status = pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return result;
+                                testdata_path("stories260k") + port + arguments;
+    return run_shell_command(command);
 }
 
 TEST(ServeCommand, BadNumericOptionsAreAOneLineUsageError) {

@@ -5,13 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include "server/openai_response.h"
+
 namespace lmrun::server {
 namespace {
 
-using Json = nlohmann::ordered_json;
 using Kind = structured::StructuredOutputsParams::Kind;
 
-std::optional<RequestedConstraint> read(const char* body, std::optional<ApiError>* error = nullptr) {
+std::optional<RequestedConstraint> read_constraint(const char* body,
+                                                   std::optional<ApiError>* error = nullptr) {
     std::optional<RequestedConstraint> out;
     auto result = read_structured_outputs(Json::parse(body), out);
     if (error) *error = result;
@@ -30,24 +32,28 @@ TEST(StructuredOutputFields, EverySpellingGivesTheConstraint) {
          std::string(R"({"structured_outputs": {"json": )") + schema + "}}",
          std::string(R"({"structured_outputs": {"json": )") + Json(schema).dump() + "}}",
          std::string(R"({"guided_json": )") + schema + "}"}) {
-        auto constraint = read(body.c_str());
+        auto constraint = read_constraint(body.c_str());
         ASSERT_TRUE(constraint) << body;
         EXPECT_EQ(constraint->params.kind, Kind::JsonSchema);
         // Key order survives (properties come out in the schema's order).
         EXPECT_EQ(Json::parse(constraint->params.text).dump(), Json::parse(schema).dump()) << body;
     }
-    EXPECT_EQ(read(R"({"response_format": {"type": "json_object"}})")->params.kind, Kind::JsonObject);
-    EXPECT_EQ(read(R"({"structured_outputs": {"json_object": true}})")->params.kind, Kind::JsonObject);
-    EXPECT_FALSE(read(R"({"response_format": {"type": "text"}})"));
-    auto regex = read(R"({"structured_outputs": {"regex": "[a-z]+", "disable_any_whitespace": true}})");
+    EXPECT_EQ(read_constraint(R"({"response_format": {"type": "json_object"}})")->params.kind,
+              Kind::JsonObject);
+    EXPECT_EQ(read_constraint(R"({"structured_outputs": {"json_object": true}})")->params.kind,
+              Kind::JsonObject);
+    EXPECT_FALSE(read_constraint(R"({"response_format": {"type": "text"}})"));
+    auto regex =
+        read_constraint(R"({"structured_outputs": {"regex": "[a-z]+", "disable_any_whitespace": true}})");
     EXPECT_EQ(regex->params.kind, Kind::Regex);
     EXPECT_EQ(regex->params.text, "[a-z]+");
-    EXPECT_EQ(read(R"({"guided_regex": "x"})")->field, "guided_regex");
-    auto choice = read(R"({"guided_choice": ["a", "b"]})");
+    EXPECT_EQ(read_constraint(R"({"guided_regex": "x"})")->field, "guided_regex");
+    auto choice = read_constraint(R"({"guided_choice": ["a", "b"]})");
     EXPECT_EQ(choice->params.choices, (std::vector<std::string>{"a", "b"}));
-    EXPECT_EQ(read(R"({"structured_outputs": {"choice": ["y"]}})")->params.kind, Kind::Choice);
-    EXPECT_EQ(read(R"({"structured_outputs": {"grammar": "root ::= \"a\""}})")->params.kind, Kind::Grammar);
-    EXPECT_EQ(read(R"({"guided_grammar": "root ::= \"a\""})")->field, "guided_grammar");
+    EXPECT_EQ(read_constraint(R"({"structured_outputs": {"choice": ["y"]}})")->params.kind, Kind::Choice);
+    EXPECT_EQ(read_constraint(R"({"structured_outputs": {"grammar": "root ::= \"a\""}})")->params.kind,
+              Kind::Grammar);
+    EXPECT_EQ(read_constraint(R"({"guided_grammar": "root ::= \"a\""})")->field, "guided_grammar");
 }
 
 TEST(StructuredOutputFields, MalformedFieldsAre400sNamingThem) {
@@ -66,7 +72,7 @@ TEST(StructuredOutputFields, MalformedFieldsAre400sNamingThem) {
     };
     for (const auto& [body, field] : cases) {
         std::optional<ApiError> error;
-        read(body, &error);
+        read_constraint(body, &error);
         ASSERT_TRUE(error) << body;
         EXPECT_EQ(error->status, 400);
         EXPECT_EQ(error->param, field) << body << ": " << error->message;

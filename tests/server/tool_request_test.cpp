@@ -4,17 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include "server/openai_response.h"
+
 namespace lmrun::server {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
-const char* kTools =
+const char* kToolsField =
     R"([{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
                          {"type": "function", "function": {"name": "now"}}])";
 
-ToolRequest read(const std::string& extra, std::optional<ApiError>* error = nullptr) {
-    Json body = Json::parse(std::string(R"({"tools": )") + kTools + extra + "}");
+ToolRequest read_with_tools(const std::string& extra, std::optional<ApiError>* error = nullptr) {
+    Json body = Json::parse(std::string(R"({"tools": )") + kToolsField + extra + "}");
     ToolRequest out;
     auto result = read_tool_request(body, out);
     if (error) *error = result;
@@ -23,13 +23,14 @@ ToolRequest read(const std::string& extra, std::optional<ApiError>* error = null
 }
 
 TEST(ToolRequest, ChoicesAndDefaults) {
-    EXPECT_EQ(read("").choice, ToolChoice::Auto) << "tools without tool_choice mean auto";
-    EXPECT_EQ(read(R"(, "tool_choice": "none")").choice, ToolChoice::None);
-    EXPECT_EQ(read(R"(, "tool_choice": "required")").choice, ToolChoice::Required);
-    ToolRequest named = read(R"(, "tool_choice": {"type": "function", "function": {"name": "now"}})");
+    EXPECT_EQ(read_with_tools("").choice, ToolChoice::Auto) << "tools without tool_choice mean auto";
+    EXPECT_EQ(read_with_tools(R"(, "tool_choice": "none")").choice, ToolChoice::None);
+    EXPECT_EQ(read_with_tools(R"(, "tool_choice": "required")").choice, ToolChoice::Required);
+    ToolRequest named =
+        read_with_tools(R"(, "tool_choice": {"type": "function", "function": {"name": "now"}})");
     EXPECT_EQ(named.choice, ToolChoice::Named);
     EXPECT_EQ(named.function_name, "now");
-    EXPECT_FALSE(read(R"(, "parallel_tool_calls": false)").parallel_tool_calls);
+    EXPECT_FALSE(read_with_tools(R"(, "parallel_tool_calls": false)").parallel_tool_calls);
     ToolRequest none;
     ASSERT_FALSE(read_tool_request(Json::object(), none));
     EXPECT_EQ(none.choice, ToolChoice::None);
@@ -44,7 +45,7 @@ TEST(ToolRequest, BadToolsAre400s) {
     };
     for (const auto& [extra, field] : cases) {
         std::optional<ApiError> error;
-        read(extra, &error);
+        read_with_tools(extra, &error);
         ASSERT_TRUE(error) << extra;
         EXPECT_EQ(error->param, field) << error->message;
     }
@@ -64,9 +65,10 @@ TEST(ToolRequest, BadToolsAre400s) {
 }
 
 TEST(ToolRequest, ConstraintSchemas) {
-    ToolRequest named = read(R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}})");
-    EXPECT_EQ(tool_call_schema(named), Json::parse(kTools)[0]["function"]["parameters"]);
-    ToolRequest required = read(R"(, "tool_choice": "required", "parallel_tool_calls": false)");
+    ToolRequest named =
+        read_with_tools(R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}})");
+    EXPECT_EQ(tool_call_schema(named), Json::parse(kToolsField)[0]["function"]["parameters"]);
+    ToolRequest required = read_with_tools(R"(, "tool_choice": "required", "parallel_tool_calls": false)");
     const Json schema = tool_call_schema(required);
     EXPECT_EQ(schema["type"], "array");
     EXPECT_EQ(schema["minItems"], 1);
