@@ -33,25 +33,17 @@ LinearWeight LinearWeight::pack_int8(const int8_t* q, const float* scales, int64
 }
 
 size_t LinearWeight::packed_nbytes(int64_t out_features, int64_t in_features, DType storage_dtype) {
-    const int64_t padding = in_padding(storage_dtype);
-    const int64_t padded_in = (in_features + padding - 1) / padding * padding;
-    const int64_t num_tiles = (out_features + kTileOutputs - 1) / kTileOutputs;
-    return size_t(num_tiles * padded_in * kTileOutputs) * dtype_size_bytes(storage_dtype);
+    return packed_layout(out_features, in_features, storage_dtype).tiles_nbytes();
 }
 
 LinearWeight LinearWeight::borrow_packed(const void* data, std::shared_ptr<const void> owner,
                                          int64_t out_features, int64_t in_features, DType storage_dtype,
                                          const float* scales, const int32_t* compensation) {
     auto state = std::make_shared<LinearWeightState>();
+    state->packed = packed_layout(out_features, in_features, storage_dtype);
     PackedLinear& w = state->packed;
-    w.dtype = storage_dtype;
-    w.out_features = out_features;
-    w.in_features = in_features;
-    const int64_t padding = in_padding(storage_dtype);
-    w.padded_in = (in_features + padding - 1) / padding * padding;
-    w.num_tiles = (out_features + kTileOutputs - 1) / kTileOutputs;
     w.data = data;
-    state->nbytes = packed_nbytes(out_features, in_features, storage_dtype);
+    state->nbytes = w.tiles_nbytes();
     state->borrowed = std::move(owner);
     if (storage_dtype == DType::I8) {
         const size_t outputs = size_t(w.num_tiles) * size_t(kTileOutputs);

@@ -32,7 +32,21 @@ struct PackedLinear {
     const int32_t* compensation = nullptr;
 
     int64_t tile_elements() const { return padded_in * kTileOutputs; }
+    size_t tiles_nbytes() const { return size_t(num_tiles * tile_elements()) * dtype_size_bytes(dtype); }
 };
+
+// The layout of a weight of this shape and storage: dtype, sizes, padded_in and num_tiles set;
+// data, scales and compensation left for the caller.
+inline PackedLinear packed_layout(int64_t out_features, int64_t in_features, DType storage_dtype) {
+    PackedLinear w;
+    w.dtype = storage_dtype;
+    w.out_features = out_features;
+    w.in_features = in_features;
+    const int64_t padding = in_padding(storage_dtype);
+    w.padded_in = (in_features + padding - 1) / padding * padding;
+    w.num_tiles = (out_features + kTileOutputs - 1) / kTileOutputs;
+    return w;
+}
 
 // Element offset of W[n][k] in the packed buffer.
 inline int64_t packed_offset(const PackedLinear& w, int64_t n, int64_t k) {

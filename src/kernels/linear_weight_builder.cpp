@@ -168,15 +168,10 @@ void LinearWeightBuilder::allocate() {
     if (state_) return;
     LMRUN_CHECK(out_features_ > 0 && in_features_ > 0, "empty linear weight");
     state_ = std::make_shared<LinearWeightState>();
+    state_->packed = packed_layout(out_features_, in_features_, storage_dtype_);
     PackedLinear& w = state_->packed;
-    w.dtype = storage_dtype_;
-    w.out_features = out_features_;
-    w.in_features = in_features_;
-    const int64_t padding = in_padding(storage_dtype_);
-    w.padded_in = (in_features_ + padding - 1) / padding * padding;
-    w.num_tiles = (out_features_ + kTileOutputs - 1) / kTileOutputs;
-    const size_t tile_bytes = size_t(w.tile_elements()) * dtype_size_bytes(storage_dtype_);
-    state_->nbytes = size_t(w.num_tiles) * tile_bytes;
+    state_->nbytes = w.tiles_nbytes();
+    const size_t tile_bytes = state_->nbytes / size_t(w.num_tiles);
     state_->buffer.reset(allocate_weight_memory(state_->nbytes));
     LMRUN_CHECK(state_->buffer != nullptr, "out of memory packing a linear weight");
     w.data = state_->buffer.get();

@@ -28,13 +28,8 @@ Result<std::unique_ptr<Executor>> MpiExecutor::create(const ExecutorConfig& conf
                             "tensor_parallel_size");
     LMRUN_ASSIGN_OR_RETURN(ModelConfig model_config, load_model_config(config.model_dir));
     LMRUN_RETURN_IF_ERROR(check_tensor_parallel_shapes(model_config, world.size));
-    WorkerConfig worker_config;
-    worker_config.model_dir = config.model_dir;
-    worker_config.dtype = config.dtype;
-    worker_config.quantization = config.quantization;
-    worker_config.packed_cache_dir = config.packed_cache_dir;
-    LMRUN_ASSIGN_OR_RETURN(worker_config.runner, resolve_runner_config(config.runner, model_config));
-    worker_config.runner.ranks_sharing_memory = world.local_size;
+    LMRUN_ASSIGN_OR_RETURN(WorkerConfig worker_config,
+                           worker_config_for(config, model_config, world.local_size));
     worker_config.threads_per_rank = config.threads_per_rank;
     if (config.threads_per_rank > 0) configure_threads(config.threads_per_rank);
 

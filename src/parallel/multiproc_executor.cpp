@@ -48,13 +48,7 @@ Status MultiprocExecutor::start(const ExecutorConfig& config) {
     const int size = config.tensor_parallel_size;
     LMRUN_ASSIGN_OR_RETURN(ModelConfig model_config, load_model_config(config.model_dir));
     LMRUN_RETURN_IF_ERROR(check_tensor_parallel_shapes(model_config, size));
-    WorkerConfig worker_config;
-    worker_config.model_dir = config.model_dir;
-    worker_config.dtype = config.dtype;
-    worker_config.quantization = config.quantization;
-    worker_config.packed_cache_dir = config.packed_cache_dir;
-    LMRUN_ASSIGN_OR_RETURN(worker_config.runner, resolve_runner_config(config.runner, model_config));
-    worker_config.runner.ranks_sharing_memory = size;
+    LMRUN_ASSIGN_OR_RETURN(WorkerConfig worker_config, worker_config_for(config, model_config, size));
     placements_ = plan_placement(size, config.threads_per_rank);
     worker_config.placements = placements_;
     const std::string config_json = to_json(worker_config);

@@ -48,6 +48,18 @@ Result<std::unique_ptr<CausalLM>> load_rank_model(const std::string& model_dir, 
     return model;
 }
 
+Result<WorkerConfig> worker_config_for(const ExecutorConfig& config, const ModelConfig& model,
+                                       int ranks_sharing_memory) {
+    WorkerConfig worker_config;
+    worker_config.model_dir = config.model_dir;
+    worker_config.dtype = config.dtype;
+    worker_config.quantization = config.quantization;
+    worker_config.packed_cache_dir = config.packed_cache_dir;
+    LMRUN_ASSIGN_OR_RETURN(worker_config.runner, resolve_runner_config(config.runner, model));
+    worker_config.runner.ranks_sharing_memory = ranks_sharing_memory;
+    return worker_config;
+}
+
 Status agree_on_status(ProcessGroup& group, const Status& local) {
     if (group.size() == 1) return local;
     StatusRecord mine;

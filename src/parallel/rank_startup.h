@@ -9,10 +9,17 @@
 
 #include "core/result.h"
 #include "engine/model_runner.h"
+#include "parallel/executor.h"
 #include "parallel/process_group.h"
 #include "parallel/worker_config.h"
 
 namespace lmrun::parallel {
+
+// What every rank starts from, out of the executor's config: the model, its dtype, quantization
+// and packed-weight cache, and the runner config resolved against `model` (max_model_len set).
+// `ranks_sharing_memory`: the ranks on this machine, which share its memory budget.
+Result<WorkerConfig> worker_config_for(const ExecutorConfig& config, const ModelConfig& model,
+                                       int ranks_sharing_memory);
 
 // Loads this rank's shard of the model and logs what it loaded (and, when `load_seconds` is
 // given, stores how long that took there); packed_cache_dir as in CausalLM::load.
