@@ -46,7 +46,7 @@ LinearWeight LinearWeight::borrow_packed(const void* data, std::shared_ptr<const
     state->nbytes = w.tiles_nbytes();
     state->borrowed = std::move(owner);
     if (storage_dtype == DType::I8) {
-        const size_t outputs = size_t(w.num_tiles) * size_t(kTileOutputs);
+        const size_t outputs = w.padded_outputs();
         state->scales.assign(scales, scales + outputs);
         state->compensation.assign(compensation, compensation + outputs);
         w.scales = state->scales.data();

@@ -32,6 +32,8 @@ struct PackedLinear {
     const int32_t* compensation = nullptr;
 
     int64_t tile_elements() const { return padded_in * kTileOutputs; }
+    // Outputs rounded up to whole tiles: the length of the int8 scales and compensations.
+    size_t padded_outputs() const { return size_t(num_tiles) * size_t(kTileOutputs); }
     size_t tiles_nbytes() const { return size_t(num_tiles * tile_elements()) * dtype_size_bytes(dtype); }
 };
 

@@ -182,7 +182,7 @@ void LinearWeightBuilder::allocate() {
                     0, tile_bytes);
     if (storage_dtype_ == DType::I8) {
         // Padding outputs keep scale and compensation 0.
-        const size_t outputs = size_t(w.num_tiles) * size_t(kTileOutputs);
+        const size_t outputs = w.padded_outputs();
         state_->scales.assign(outputs, 0.0f);
         state_->compensation.assign(outputs, 0);
         w.scales = state_->scales.data();

@@ -52,15 +52,16 @@ uint64_t round_up(uint64_t value, uint64_t alignment) {
     return (value + alignment - 1) / alignment * alignment;
 }
 
-// Tiles plus, for int8, num_tiles * 64 scales and compensations.
+kernels::PackedLinear layout_of(const PackedWeightShape& shape) {
+    return kernels::packed_layout(shape.out_features, shape.in_features, shape.storage_dtype);
+}
+
+// Tiles plus, for int8, a scale and a compensation per padded output.
 uint64_t region_bytes(const PackedWeightShape& shape) {
-    uint64_t bytes =
-        kernels::LinearWeight::packed_nbytes(shape.out_features, shape.in_features, shape.storage_dtype);
-    if (shape.storage_dtype == DType::I8) {
-        const uint64_t outputs = uint64_t((shape.out_features + kernels::kTileOutputs - 1) /
-                                          kernels::kTileOutputs * kernels::kTileOutputs);
-        bytes += outputs * (sizeof(float) + sizeof(int32_t));
-    }
+    const kernels::PackedLinear layout = layout_of(shape);
+    uint64_t bytes = layout.tiles_nbytes();
+    if (shape.storage_dtype == DType::I8)
+        bytes += layout.padded_outputs() * (sizeof(float) + sizeof(int32_t));
     return bytes;
 }
 
@@ -74,12 +75,15 @@ uint64_t meta_checksum(const Entry* entries, uint64_t num_entries, const std::st
     return hash;
 }
 
+Error corrupt(const std::string& path, const std::string& what) {
+    return make_error_about(path, ErrorKind::Corrupt, "{}: {}", path, what);
+}
+
 // Hash of a safetensors file's header (its first 8 + N bytes), size and modification time.
 Result<std::string> describe_source(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return with_subject(
-            make_error(ErrorKind::NotFound, "{}: cannot open: {}", path, std::strerror(errno)), path);
+        return make_error_about(path, ErrorKind::NotFound, "{}: cannot open: {}", path, std::strerror(errno));
     struct stat info {};
     uint64_t header_bytes = 0;
     std::string header;
@@ -90,17 +94,11 @@ Result<std::string> describe_source(const std::string& path) {
         read_ok = pread(fd, header.data(), header.size(), 8) == ssize_t(header.size());
     }
     ::close(fd);
-    if (!read_ok)
-        return with_subject(make_error(ErrorKind::Corrupt, "{}: cannot read its safetensors header", path),
-                            path);
+    if (!read_ok) return corrupt(path, "cannot read its safetensors header");
     return fmt::format("file {}: {} bytes, modified {}.{:09d}, header xxh3 {:016x}\n",
                        std::filesystem::path(path).filename().string(), int64_t(info.st_size),
                        int64_t(info.st_mtim.tv_sec), int64_t(info.st_mtim.tv_nsec),
                        XXH3_64bits(header.data(), header.size()));
-}
-
-Error corrupt(const std::string& path, const std::string& what) {
-    return with_subject(make_error(ErrorKind::Corrupt, "{}: {}", path, what), path);
 }
 
 // The header, entries and identity of an open cache file, checked against what this model needs.
@@ -199,7 +197,7 @@ Result<std::vector<kernels::LinearWeight>> read_packed_cache(const PackedCacheKe
                                                              const std::vector<PackedWeightShape>& shapes) {
     const std::string& path = key.path;
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return with_subject(make_error(ErrorKind::NotFound, "{}: no packed weight file", path), path);
+    if (fd < 0) return make_error_about(path, ErrorKind::NotFound, "{}: no packed weight file", path);
     struct stat info {};
     std::vector<Entry> entries;
     Status meta = fstat(fd, &info) == 0 && S_ISREG(info.st_mode)
@@ -221,13 +219,10 @@ Result<std::vector<kernels::LinearWeight>> read_packed_cache(const PackedCacheKe
     weights.reserve(entries.size());
     for (size_t i = 0; i < entries.size(); ++i) {
         const PackedWeightShape& shape = shapes[i];
+        const kernels::PackedLinear layout = layout_of(shape);
         const unsigned char* tiles = base + entries[i].offset;
-        const size_t tile_bytes =
-            kernels::LinearWeight::packed_nbytes(shape.out_features, shape.in_features, shape.storage_dtype);
-        const auto* scales = reinterpret_cast<const float*>(tiles + tile_bytes);
-        const size_t outputs = size_t((shape.out_features + kernels::kTileOutputs - 1) /
-                                      kernels::kTileOutputs * kernels::kTileOutputs);
-        const auto* compensation = reinterpret_cast<const int32_t*>(scales + outputs);
+        const auto* scales = reinterpret_cast<const float*>(tiles + layout.tiles_nbytes());
+        const auto* compensation = reinterpret_cast<const int32_t*>(scales + layout.padded_outputs());
         weights.push_back(kernels::LinearWeight::borrow_packed(
             tiles, mapping, shape.out_features, shape.in_features, shape.storage_dtype,
             shape.storage_dtype == DType::I8 ? scales : nullptr,
@@ -261,9 +256,8 @@ Status write_packed_cache(const PackedCacheKey& key,
     const std::string temporary = fmt::format("{}.{}.tmp", path, getpid());
     const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
-        return with_subject(
-            make_error(ErrorKind::Unavailable, "{}: cannot create: {}", temporary, std::strerror(errno)),
-            path);
+        return make_error_about(path, ErrorKind::Unavailable, "{}: cannot create: {}", temporary,
+                                std::strerror(errno));
     bool written = ftruncate(fd, off_t(header.file_bytes)) == 0;
     auto write_at = [&](const void* data, size_t bytes, uint64_t at) {
         const auto* from = static_cast<const unsigned char*>(data);
@@ -276,14 +270,13 @@ Status write_packed_cache(const PackedCacheKey& key,
     };
     for (size_t i = 0; i < weights.size() && written; ++i) {
         const kernels::PackedLinear& packed = weights[i]->packed();
-        const size_t tile_bytes =
-            kernels::LinearWeight::packed_nbytes(packed.out_features, packed.in_features, packed.dtype);
+        const size_t tile_bytes = packed.tiles_nbytes();
         XXH3_state_t* state = XXH3_createState();
         XXH3_64bits_reset(state);
         XXH3_64bits_update(state, packed.data, tile_bytes);
         write_at(packed.data, tile_bytes, entries[i].offset);
         if (packed.dtype == DType::I8) {
-            const size_t outputs = size_t(packed.num_tiles) * size_t(kernels::kTileOutputs);
+            const size_t outputs = packed.padded_outputs();
             XXH3_64bits_update(state, packed.scales, outputs * sizeof(float));
             XXH3_64bits_update(state, packed.compensation, outputs * sizeof(int32_t));
             write_at(packed.scales, outputs * sizeof(float), entries[i].offset + tile_bytes);
@@ -301,9 +294,8 @@ Status write_packed_cache(const PackedCacheKey& key,
     written = (::close(fd) == 0) && written;
     if (!written || std::rename(temporary.c_str(), path.c_str()) != 0) {
         std::filesystem::remove(temporary, error);
-        return with_subject(make_error(ErrorKind::Unavailable, "{}: cannot write: {}", path,
-                                       std::strerror(written ? errno : saved_errno)),
-                            path);
+        return make_error_about(path, ErrorKind::Unavailable, "{}: cannot write: {}", path,
+                                std::strerror(written ? errno : saved_errno));
     }
     return ok_status();
 }
