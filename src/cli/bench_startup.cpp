@@ -165,13 +165,13 @@ bool measure_scenario(const StartupBenchOptions& options, const Scenario& scenar
     const std::string name = fmt::format("{} cache, {} tok{}", scenario.cold ? "cold" : "warm",
                                          scenario.prompt_len, scenario.packed_cache ? ", packed" : "");
     if (!run.ok) {
-        std::cout << fmt::format("{:<22} probe failed (run `lmrun bench --model {} --startup-probe {}{}`)\n",
+        std::cout << fmt::format("{:<30} probe failed (run `lmrun bench --model {} --startup-probe {}{}`)\n",
                                  name, options.model_dir, scenario.prompt_len,
                                  scenario.packed_cache ? " --packed-cache " + options.packed_cache_dir : "");
         return false;
     }
     if (scenario.cold && cached > 0.1) {
-        std::cout << fmt::format("{:<22} not measurable: {:.0f}% of the files stayed cached\n", name,
+        std::cout << fmt::format("{:<30} not measurable: {:.0f}% of the files stayed cached\n", name,
                                  100 * cached);
         return true;
     }
