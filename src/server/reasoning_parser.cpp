@@ -2,23 +2,13 @@
 
 #include <algorithm>
 
+#include "server/tag_scan.h"
+
 namespace lmrun::server {
 namespace {
 
 constexpr std::string_view kThinkStart = "<think>";
 constexpr std::string_view kThinkEnd = "</think>";
-
-// Length of the longest suffix of `text` that is a proper prefix of `tag`.
-size_t partial_tag_suffix(std::string_view text, std::string_view tag) {
-    for (size_t length = std::min(text.size(), tag.size() - 1); length > 0; --length) {
-        if (text.substr(text.size() - length) == tag.substr(0, length)) return length;
-    }
-    return 0;
-}
-
-bool is_space(char c) {
-    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
-}
 
 }  // namespace
 
@@ -56,7 +46,7 @@ ReasoningSplit ReasoningParser::drain(bool final) {
     }
     if (!answer_started_) {
         const size_t first =
-            std::find_if(pending_.begin(), pending_.end(), [](char c) { return !is_space(c); }) -
+            std::find_if(pending_.begin(), pending_.end(), [](char c) { return !is_tag_space(c); }) -
             pending_.begin();
         pending_.erase(0, first);
         if (pending_.empty()) return out;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "server/tag_scan.h"
 #include "structured/json_value_grammar.h"
 
 namespace lmrun::server {
@@ -16,22 +17,10 @@ constexpr std::string_view kCallStart = "<tool_call>";
 constexpr std::string_view kCallEnd = "</tool_call>";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 
-bool is_space(char c) {
-    return c == ' ' || c == '\n' || c == '\r' || c == '\t';
-}
-
 std::string_view trim(std::string_view text) {
-    while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
-    while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+    while (!text.empty() && is_tag_space(text.front())) text.remove_prefix(1);
+    while (!text.empty() && is_tag_space(text.back())) text.remove_suffix(1);
     return text;
-}
-
-// Length of the longest suffix of `text` that is a proper prefix of `tag`.
-size_t partial_tag_suffix(std::string_view text, std::string_view tag) {
-    for (size_t length = std::min(text.size(), tag.size() - 1); length > 0; --length) {
-        if (text.substr(text.size() - length) == tag.substr(0, length)) return length;
-    }
-    return 0;
 }
 
 // {"name": ..., "arguments" or "parameters": ...} -> (name, arguments JSON text).
@@ -99,7 +88,7 @@ std::vector<ElementSpan> scan_required(std::string_view text) {
             elements.back().arguments_end == std::string::npos &&
             elements.back().arguments_begin != std::string::npos) {
             size_t end = at;
-            while (end > elements.back().arguments_begin && is_space(text[end - 1])) --end;
+            while (end > elements.back().arguments_begin && is_tag_space(text[end - 1])) --end;
             elements.back().arguments_end = end;
         }
         value_key.clear();
@@ -121,7 +110,7 @@ std::vector<ElementSpan> scan_required(std::string_view text) {
             }
             continue;
         }
-        if (is_space(c)) continue;
+        if (is_tag_space(c)) continue;
         if (value_pending && depth == 2) {
             value_pending = false;
             if (value_key == "parameters" && !elements.empty()) elements.back().arguments_begin = i;
@@ -216,7 +205,7 @@ AnswerDelta ToolCallParser::drain(bool final) {
 // message is the same.
 void ToolCallParser::emit_content(std::string_view text, bool final, AnswerDelta& out) {
     size_t end = text.size();
-    while (end > 0 && is_space(text[end - 1])) --end;
+    while (end > 0 && is_tag_space(text[end - 1])) --end;
     if (end == 0) {
         if (!final) held_space_ += text;
         return;
