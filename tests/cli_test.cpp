@@ -125,6 +125,44 @@ TEST(Cli, KvOffloadDirSurvivesTheProcess) {
     EXPECT_FALSE(without_log_lines(first.output).empty());
 }
 
+// The packed weight files a command left in a cache directory.
+std::vector<std::string> packed_files_in(const std::string& dir) {
+    std::vector<std::string> files;
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, error))
+        if (entry.path().extension() == ".lmpack") files.push_back(entry.path().string());
+    return files;
+}
+
+TEST(Cli, PackedCacheIsOnByDefaultAndNoneTurnsItOff) {
+    const std::string dir = make_temp_dir("cli_packed_cache");
+    const std::string command = "generate --model " + stories_dir() +
+                                " --prompt-ids 1 --max-tokens 24 --temperature 0 --no-progress --threads 1";
+    CommandResult first = run_shell_command("LMRUN_CACHE_DIR=" + dir + "/default " +
+                                            std::string(LMRUN_BINARY_DIR) + "/lmrun " + command);
+    ASSERT_EQ(first.exit_code, 0) << first.output;
+    EXPECT_NE(first.output.find("packed weights written to " + dir + "/default/packed/"), std::string::npos)
+        << first.output;
+    ASSERT_EQ(packed_files_in(dir + "/default/packed").size(), 1u);
+    CommandResult second = run_shell_command("LMRUN_CACHE_DIR=" + dir + "/default " +
+                                             std::string(LMRUN_BINARY_DIR) + "/lmrun " + command);
+    ASSERT_EQ(second.exit_code, 0) << second.output;
+    EXPECT_EQ(second.output.find("packed weights written"), std::string::npos) << second.output;
+    EXPECT_EQ(without_log_lines(second.output), without_log_lines(first.output));
+
+    CommandResult off = run_shell_command("LMRUN_CACHE_DIR=" + dir + "/off " + std::string(LMRUN_BINARY_DIR) +
+                                          "/lmrun " + command + " --packed-cache none");
+    ASSERT_EQ(off.exit_code, 0) << off.output;
+    EXPECT_EQ(without_log_lines(off.output), without_log_lines(first.output));
+    EXPECT_FALSE(std::filesystem::exists(dir + "/off")) << off.output;
+
+    CommandResult too_small =
+        run_lmrun(command + " --packed-cache " + dir + "/small --packed-cache-size 0.001");
+    ASSERT_EQ(too_small.exit_code, 0) << too_small.output;
+    EXPECT_NE(too_small.output.find("not written"), std::string::npos) << too_small.output;
+    EXPECT_TRUE(packed_files_in(dir + "/small").empty());
+}
+
 TEST(Cli, EverySubcommandHasHelp) {
     for (const char* command : {"generate", "chat", "bench", "perplexity"}) {
         CommandResult result = run_lmrun(std::string(command) + " --help");

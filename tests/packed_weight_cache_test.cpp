@@ -5,6 +5,7 @@
 #include "model/packed_weight_cache.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstring>
 #include <filesystem>
@@ -164,15 +165,25 @@ std::string copy_model(const std::string& model, const std::string& name) {
     return dir;
 }
 
+// The packed weight files in cache_dir (not its lock file).
 std::vector<std::string> cache_files(const std::string& cache_dir) {
     std::vector<std::string> files;
-    for (const auto& entry : fs::directory_iterator(cache_dir)) files.push_back(entry.path().string());
+    for (const auto& entry : fs::directory_iterator(cache_dir))
+        if (entry.path().extension() == ".lmpack") files.push_back(entry.path().string());
     return files;
+}
+
+// A file written again (through a temporary file renamed into place) is a new inode; a file
+// that is only used has its modification time stamped, so the time cannot tell.
+ino_t inode_of_file(const std::string& path) {
+    struct stat info {};
+    EXPECT_EQ(stat(path.c_str(), &info), 0) << path;
+    return info.st_ino;
 }
 
 std::vector<std::vector<int32_t>> greedy(const std::string& model_dir, const std::string& cache_dir,
                                          const WeightQuantization& quantization = {}) {
-    auto runner = make_runner(model_dir, DType::BF16, batch_config(256), quantization, cache_dir);
+    auto runner = make_runner(model_dir, DType::BF16, batch_config(256), quantization, {cache_dir});
     return run_greedy(*runner, qwen_requests(load_cases("qwen3-tiny")));
 }
 
@@ -185,10 +196,10 @@ TEST(PackedWeightCacheModel, WrittenThenMappedWithTheSameOutputs) {
         EXPECT_EQ(greedy(model, cache_dir, quantization), expected);  // packs, writes the file
         const auto files = cache_files(cache_dir);
         ASSERT_EQ(files.size(), 1u);
-        const auto written = fs::last_write_time(files[0]);
+        const ino_t written = inode_of_file(files[0]);
         EXPECT_EQ(greedy(model, cache_dir, quantization), expected);  // maps it
         EXPECT_EQ(cache_files(cache_dir), files);
-        EXPECT_EQ(fs::last_write_time(files[0]), written);  // a hit does not rewrite it
+        EXPECT_EQ(inode_of_file(files[0]), written);  // a hit does not rewrite it
     }
 }
 
@@ -217,9 +228,9 @@ TEST(PackedWeightCacheModel, StaleOrDamagedFileIsRebuilt) {
     // A damaged weight: rebuilt too, the outputs unchanged.
     flip_byte(file, fs::file_size(file) - 100);
     EXPECT_EQ(greedy(model, cache_dir), expected);
-    const auto rewritten = fs::last_write_time(file);
+    const ino_t rewritten = inode_of_file(file);
     EXPECT_EQ(greedy(model, cache_dir), expected);
-    EXPECT_EQ(fs::last_write_time(file), rewritten);  // the rebuilt file is used as is
+    EXPECT_EQ(inode_of_file(file), rewritten);  // the rebuilt file is used as is
 }
 
 }  // namespace

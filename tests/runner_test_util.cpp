@@ -13,11 +13,11 @@ namespace lmrun::testing {
 std::unique_ptr<ModelRunner> make_runner(const std::string& model_dir, DType weight_dtype,
                                          const ModelRunnerConfig& config,
                                          const WeightQuantization& quantization,
-                                         const std::string& packed_cache_dir) {
+                                         const PackedCacheOptions& packed_cache) {
     auto model_config = load_model_config(model_dir);
     if (!model_config.ok()) throw std::runtime_error(model_config.error().message);
     auto model =
-        CausalLM::load(model_dir, model_config.value(), weight_dtype, {}, quantization, packed_cache_dir);
+        CausalLM::load(model_dir, model_config.value(), weight_dtype, {}, quantization, packed_cache);
     if (!model.ok()) throw std::runtime_error(model.error().message);
     auto runner = ModelRunner::create(std::move(model).value(), config);
     if (!runner.ok()) throw std::runtime_error(runner.error().message);

@@ -20,7 +20,7 @@ struct GreedyRequest {
 std::unique_ptr<ModelRunner> make_runner(const std::string& model_dir, DType weight_dtype,
                                          const ModelRunnerConfig& config,
                                          const WeightQuantization& quantization = {},
-                                         const std::string& packed_cache_dir = "");
+                                         const PackedCacheOptions& packed_cache = {});
 
 // Prefills every request (all in one step when `batch_prefill`, else one step each),
 // then decodes all unfinished requests together, step by step.

@@ -86,6 +86,9 @@ class LLM:
         unquantized_embeddings: with quantization="int8", keep the embedding and LM head in dtype.
         kv_cache_dtype: "auto" (the weight dtype), "bfloat16", "float32", "int8" or "fp8_e4m3"
             ("fp8"); int8 and fp8 keep a scale per token and KV head.
+        packed_cache: True (lmrun's default directory, ~/.cache/lmrun/packed or under
+            $LMRUN_CACHE_DIR), a directory, or False. A first start writes the packed weights
+            there in the background; later starts map them instead of packing the checkpoint.
         enforce_eager, trust_remote_code, gpu_memory_utilization, ...: vLLM options with no
             meaning here, accepted and ignored.
 
@@ -116,6 +119,7 @@ class LLM:
         kv_cache_dtype: str = "auto",
         distributed_executor_backend: Optional[str] = None,
         unquantized_embeddings: bool = False,
+        packed_cache: Union[bool, str, os.PathLike] = True,
         **kwargs: Any,
     ) -> None:
         unknown = sorted(set(kwargs) - _IGNORED_OPTIONS)
@@ -129,6 +133,14 @@ class LLM:
             raise ValueError(f"unquantized_embeddings must be True or False, got {unquantized_embeddings!r}")
         if unquantized_embeddings and quantization != "int8":
             raise ValueError("unquantized_embeddings=True needs quantization='int8'")
+        if packed_cache is True:
+            packed_cache_option = ""  # the engine's default directory
+        elif packed_cache is False:
+            packed_cache_option = "none"
+        elif isinstance(packed_cache, (str, os.PathLike)) and os.fspath(packed_cache):
+            packed_cache_option = os.fspath(packed_cache)
+        else:
+            raise ValueError(f"packed_cache must be True, False or a directory, got {packed_cache!r}")
         if dtype not in ("auto", "float32", "bfloat16"):
             raise ValueError(f"dtype must be 'auto', 'float32' or 'bfloat16', got {dtype!r}")
         kv_bytes = 0
@@ -156,6 +168,7 @@ class LLM:
             num_threads=_positive("num_threads", num_threads, allow_zero=True),
             quantization=quantization or "",
             unquantized_embeddings=unquantized_embeddings,
+            packed_cache=packed_cache_option,
             tensor_parallel_size=tensor_parallel_size,
             distributed_executor_backend=backend,
             worker_executable=worker_executable() if tensor_parallel_size > 1 else "",

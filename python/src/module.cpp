@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "errors.h"
+#include "model/packed_cache_directory.h"
 #include "native_llm.h"
 #include "output_conversion.h"
 #include "sampling_conversion.h"
@@ -34,6 +35,7 @@ EngineConfig engine_config(const py::dict& options) {
     config.num_threads = options["num_threads"].cast<int>();
     config.quantization = options["quantization"].cast<std::string>();
     config.unquantized_embeddings = options["unquantized_embeddings"].cast<bool>();
+    config.packed_cache.dir = packed_cache_dir_from_option(options["packed_cache"].cast<std::string>());
     config.tensor_parallel_size = options["tensor_parallel_size"].cast<int>();
     config.distributed_executor_backend = options["distributed_executor_backend"].cast<std::string>();
     // The mp backend starts ranks 1.. as `worker_executable worker ...`; under Python

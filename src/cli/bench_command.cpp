@@ -463,7 +463,8 @@ int run_bench(const BenchArgs& args) {
     executor_config.model_dir = model_dir.value();
     executor_config.dtype = dtype;
     executor_config.quantization = quantization.value();
-    executor_config.packed_cache_dir = args.packed_cache_dir;
+    if (!args.packed_cache_dir.empty())
+        executor_config.packed_cache.dir = packed_cache_dir_from_option(args.packed_cache_dir);
     executor_config.runner = runner_config_for(args, config.value(), bench.cost);
     executor_config.tensor_parallel_size = args.tensor_parallel_size;
     executor_config.threads_per_rank = capped_threads(args.threads);
@@ -617,8 +618,9 @@ CommandRunner add_bench_command(CLI::App& app) {
                       "With --startup: skip the cold page cache runs");
     command->add_option(
         "--packed-cache", args->packed_cache_dir,
-        "Map the packed weights from a file in this directory (written first when missing); with "
-        "--startup: also measure starts that do (the file written by a first, unmeasured start)");
+        "Map the packed weights from a file in this directory (written first when missing; none by "
+        "default); with --startup: the directory of the later starts measured (default: lmrun's default, "
+        "none: measure only starts without it)");
     command->add_option("--startup-probe", args->startup_probe, "Internal: one start-up probe process")
         ->check(integer_range(1, 1 << 20))
         ->group("");

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <random>
@@ -20,6 +21,7 @@
 #include "core/parallel.h"
 #include "core/timer.h"
 #include "engine/llm_engine.h"
+#include "model/packed_cache_directory.h"
 
 extern char** environ;
 
@@ -87,15 +89,34 @@ void drop_from_page_cache(const std::vector<std::string>& files) {
 struct ProbeResult {
     bool ok = false;
     double wall_first_token_s = 0;  // parent's clock: spawn to the probe's report
+    double wall_exit_s = 0;         // and to its exit (a first start writes the packed cache before)
     nlohmann::json report;          // the probe's own figures
 };
 
-// Spawns `lmrun bench --startup-probe N ...` and waits for its one JSON line.
-ProbeResult spawn_probe(const StartupBenchOptions& options, int64_t prompt_len, bool packed_cache) {
-    std::vector<std::string> args = {"lmrun",   "bench",       "--model",         options.model_dir,
-                                     "--dtype", options.dtype, "--startup-probe", std::to_string(prompt_len)};
+// How a start finds the packed weight cache.
+enum class PackedCacheMode { None, First, Later };
+
+const char* mode_name(PackedCacheMode mode) {
+    switch (mode) {
+        case PackedCacheMode::None:
+            return "no packed cache";
+        case PackedCacheMode::First:
+            return "first start";
+        case PackedCacheMode::Later:
+            return "later start";
+    }
+    return "";
+}
+
+// Spawns `lmrun bench --startup-probe N --packed-cache <packed_cache> ...` and waits for its one
+// JSON line, then for its exit.
+ProbeResult spawn_probe(const StartupBenchOptions& options, int64_t prompt_len,
+                        const std::string& packed_cache) {
+    std::vector<std::string> args = {
+        "lmrun",          "bench",       "--model",         options.model_dir,
+        "--dtype",        options.dtype, "--startup-probe", std::to_string(prompt_len),
+        "--packed-cache", packed_cache};
     if (options.threads > 0) args.insert(args.end(), {"--threads", std::to_string(options.threads)});
-    if (packed_cache) args.insert(args.end(), {"--packed-cache", options.packed_cache_dir});
     std::vector<char*> argv;
     argv.reserve(args.size() + 1);
     for (std::string& arg : args) argv.push_back(arg.data());
@@ -125,6 +146,7 @@ ProbeResult spawn_probe(const StartupBenchOptions& options, int64_t prompt_len, 
     close(out[0]);
     int status = 0;
     waitpid(pid, &status, 0);
+    result.wall_exit_s = clock.elapsed_seconds();
     result.report = nlohmann::json::parse(line, nullptr, false);
     result.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && result.report.is_object();
     return result;
@@ -133,8 +155,21 @@ ProbeResult spawn_probe(const StartupBenchOptions& options, int64_t prompt_len, 
 struct Scenario {
     bool cold = false;
     int64_t prompt_len = 0;
-    bool packed_cache = false;
+    PackedCacheMode mode = PackedCacheMode::None;
+    std::string packed_cache_dir;  // of the later starts (First: a fresh one next to it per run)
 };
+
+// What a probe of the scenario is given as --packed-cache (a First start's fresh directory is
+// made here and removed by the caller).
+std::string packed_cache_argument(const Scenario& scenario) {
+    if (scenario.mode == PackedCacheMode::None) return "none";
+    if (scenario.mode == PackedCacheMode::Later) return scenario.packed_cache_dir;
+    std::error_code error;
+    std::filesystem::path parent = std::filesystem::path(scenario.packed_cache_dir).parent_path();
+    std::filesystem::create_directories(parent, error);
+    std::string pattern = (parent / "bench-first-start-XXXXXX").string();
+    return mkdtemp(pattern.data()) ? pattern : "none";
+}
 
 // Median (by first-token time) of `repeats` fresh processes; nullopt-like ok=false on failure.
 ProbeResult measure(const StartupBenchOptions& options, const Scenario& scenario,
@@ -148,7 +183,12 @@ ProbeResult measure(const StartupBenchOptions& options, const Scenario& scenario
             read_into_page_cache(files);
         }
         cached_before = std::max(cached_before, cached_fraction(files));
-        ProbeResult run = spawn_probe(options, scenario.prompt_len, scenario.packed_cache);
+        const std::string packed_cache = packed_cache_argument(scenario);
+        ProbeResult run = spawn_probe(options, scenario.prompt_len, packed_cache);
+        if (scenario.mode == PackedCacheMode::First) {
+            std::error_code error;
+            std::filesystem::remove_all(packed_cache, error);
+        }
         if (!run.ok) return run;
         runs.push_back(std::move(run));
     }
@@ -162,16 +202,18 @@ bool measure_scenario(const StartupBenchOptions& options, const Scenario& scenar
                       const std::vector<std::string>& files, nlohmann::json& rows) {
     double cached = 0;
     ProbeResult run = measure(options, scenario, files, cached);
-    const std::string name = fmt::format("{} cache, {} tok{}", scenario.cold ? "cold" : "warm",
-                                         scenario.prompt_len, scenario.packed_cache ? ", packed" : "");
+    const std::string name = fmt::format("{}, {} cache, {} tok", mode_name(scenario.mode),
+                                         scenario.cold ? "cold" : "warm", scenario.prompt_len);
     if (!run.ok) {
-        std::cout << fmt::format("{:<30} probe failed (run `lmrun bench --model {} --startup-probe {}{}`)\n",
-                                 name, options.model_dir, scenario.prompt_len,
-                                 scenario.packed_cache ? " --packed-cache " + options.packed_cache_dir : "");
+        std::cout << fmt::format(
+            "{:<36} probe failed (run `lmrun bench --model {} --startup-probe {} "
+            "--packed-cache {}`)\n",
+            name, options.model_dir, scenario.prompt_len,
+            scenario.mode == PackedCacheMode::None ? "none" : scenario.packed_cache_dir);
         return false;
     }
     if (scenario.cold && cached > 0.1) {
-        std::cout << fmt::format("{:<30} not measurable: {:.0f}% of the files stayed cached\n", name,
+        std::cout << fmt::format("{:<36} not measurable: {:.0f}% of the files stayed cached\n", name,
                                  100 * cached);
         return true;
     }
@@ -182,18 +224,19 @@ bool measure_scenario(const StartupBenchOptions& options, const Scenario& scenar
     const bool time_met = run.wall_first_token_s < target_s;
     const bool memory_met = peak <= weights + 300 * kMiB;
     std::cout << fmt::format(
-        "{:<30} {:>7} {:>7.2f} {:>8.2f} {:>9.2f} {:>10.0f} {:>12.1f}   first token < {:.0f} s {}, peak <= "
-        "weights {:.0f} + 300 MiB {}\n",
+        "{:<36} {:>7} {:>7.2f} {:>8.2f} {:>9.2f} {:>7.2f} {:>10.0f} {:>12.1f}   first token < {:.0f} s {}, "
+        "peak <= weights {:.0f} + 300 MiB {}\n",
         name, r["threads"].get<int>(), r["load_s"].get<double>(), r["ready_s"].get<double>(),
-        run.wall_first_token_s, peak / kMiB, r["kv_resident_bytes"].get<double>() / kMiB, target_s,
-        time_met ? "met" : "MISSED", weights / kMiB, memory_met ? "met" : "MISSED");
+        run.wall_first_token_s, run.wall_exit_s, peak / kMiB, r["kv_resident_bytes"].get<double>() / kMiB,
+        target_s, time_met ? "met" : "MISSED", weights / kMiB, memory_met ? "met" : "MISSED");
     nlohmann::json row = r;
     row["scenario"] = name;
     row["page_cache"] = scenario.cold ? "cold" : "warm";
     row["prompt_tokens"] = scenario.prompt_len;
-    row["packed_cache"] = scenario.packed_cache;
+    row["packed_cache"] = mode_name(scenario.mode);
     row["cached_fraction_before"] = cached;
     row["wall_first_token_s"] = run.wall_first_token_s;
+    row["wall_exit_s"] = run.wall_exit_s;
     row["first_token_target_met"] = time_met;
     row["peak_rss_target_met"] = memory_met;
     rows.push_back(row);
@@ -241,26 +284,38 @@ int run_startup_probe(const StartupBenchOptions& options, int64_t prompt_len) {
 
 int run_startup_bench(const StartupBenchOptions& options, nlohmann::json& json) {
     std::vector<std::string> files = checkpoint_files(options.model_dir);
-    std::cout << fmt::format("start-up: fresh `lmrun` processes, engine defaults, median of {}\n",
-                             options.repeats);
-    std::cout << fmt::format("{:<30} {:>7} {:>7} {:>8} {:>9} {:>10} {:>12}   {}\n", "scenario", "threads",
-                             "load s", "ready s", "1st tok s", "peak MiB", "KV res MiB", "targets");
+    const std::string cache_dir = packed_cache_dir_from_option(options.packed_cache_dir);
+    std::cout << fmt::format(
+        "start-up: fresh `lmrun` processes, engine defaults, median of {}; later starts "
+        "map the packed cache in {}\n",
+        options.repeats, cache_dir.empty() ? "(none)" : cache_dir);
+    std::cout << fmt::format("{:<36} {:>7} {:>7} {:>8} {:>9} {:>7} {:>10} {:>12}   {}\n", "scenario",
+                             "threads", "load s", "ready s", "1st tok s", "exit s", "peak MiB", "KV res MiB",
+                             "targets");
     nlohmann::json rows = nlohmann::json::array();
-    for (bool packed : {false, true}) {
-        if (packed && options.packed_cache_dir.empty()) continue;
-        if (packed) {
-            // An unmeasured start writes the packed weights; the measured ones map them.
-            if (!spawn_probe(options, 1, true).ok) {
-                std::cout << fmt::format("writing the packed cache in {} failed\n", options.packed_cache_dir);
+    for (PackedCacheMode mode : {PackedCacheMode::None, PackedCacheMode::First, PackedCacheMode::Later}) {
+        if (mode != PackedCacheMode::None && cache_dir.empty()) continue;
+        if (mode == PackedCacheMode::Later) {
+            // An unmeasured start writes the packed weights (when they are not there yet); the
+            // measured ones map them.
+            if (!spawn_probe(options, 1, cache_dir).ok) {
+                std::cout << fmt::format("writing the packed cache in {} failed\n", cache_dir);
                 return 1;
             }
-            const std::vector<std::string> cache_files = checkpoint_files(options.packed_cache_dir);
-            files.insert(files.end(), cache_files.begin(), cache_files.end());
+            // This model's files (named after its folder), not the other models' in the directory.
+            std::filesystem::path model_dir = std::filesystem::absolute(options.model_dir).lexically_normal();
+            if (!model_dir.has_filename()) model_dir = model_dir.parent_path();
+            const std::string prefix = model_dir.filename().string() + "-";
+            for (const std::string& file : checkpoint_files(cache_dir)) {
+                if (std::filesystem::path(file).filename().string().starts_with(prefix))
+                    files.push_back(file);
+            }
         }
         for (bool cold : {false, true}) {
             if (cold && !options.cold) continue;
             for (int64_t prompt_len : options.prompt_lens) {
-                if (!measure_scenario(options, Scenario{cold, prompt_len, packed}, files, rows)) return 1;
+                if (!measure_scenario(options, Scenario{cold, prompt_len, mode, cache_dir}, files, rows))
+                    return 1;
             }
         }
     }

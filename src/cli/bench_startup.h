@@ -5,8 +5,11 @@
 // ready, time to first token (the parent's clock, from spawning the process),
 // and the process's peak resident memory. Runs with the page cache warm and,
 // where this machine lets the checkpoint's pages be dropped (posix_fadvise
-// DONTNEED on its files, which touches no other process's cache), cold; with a
-// packed weight cache directory, also starts that map the packed weights from it.
+// DONTNEED on its files, which touches no other process's cache), cold; each of the
+// three ways a start can find the packed weight cache (packed_cache_directory.h): none
+// (`--packed-cache none`: it packs the checkpoint), a first start (an empty directory:
+// it packs, then writes the file in the background, which the process waits for before
+// it exits) and every later start (the default: it maps the file).
 #pragma once
 
 #include <cstdint>
@@ -24,8 +27,8 @@ struct StartupBenchOptions {
     int64_t repeats = 3;
     std::vector<int64_t> prompt_lens{1, 512};
     bool cold = true;  // also measure with the checkpoint dropped from the page cache
-    // Not empty: every scenario is measured again with `--packed-cache DIR` (its file written by
-    // an unmeasured probe first); a probe given it maps the packed weights from there.
+    // The packed cache directory of the later starts ("": the default one; "none": only starts
+    // without the cache are measured). First starts get a fresh directory next to it each.
     std::string packed_cache_dir;
 };
 

@@ -139,10 +139,19 @@ void EngineOptions::add_to(CLI::App& app) {
                    "How ranks run: uni (one process), mp (worker processes on this machine; the default for "
                    "-tp > 1), mpi (ranks started by mpirun/srun)")
         ->check(CLI::IsMember({"uni", "mp", "mpi"}));
-    app.add_option("--packed-cache", packed_cache_dir,
-                   "Write the packed weights to a file in this directory once (created if missing); later "
-                   "starts map it instead of packing the checkpoint (checked against the checkpoint's files "
-                   "and settings; a stale or damaged file is rebuilt)");
+    app.add_option(
+        "--packed-cache", packed_cache_dir,
+        fmt::format("Directory of packed weight files, or none. A first start writes the packed "
+                    "weights there in the background; later starts map them instead of packing the "
+                    "checkpoint (checked against the checkpoint's files and settings; a stale or "
+                    "damaged file is rebuilt). Default: {}",
+                    default_packed_cache_dir().empty() ? std::string("none ($HOME is not set)")
+                                                       : default_packed_cache_dir()));
+    app.add_option("--packed-cache-size", packed_cache_size_gib,
+                   "Bound of --packed-cache in GiB (least recently used files go first; files of deleted "
+                   "model folders always)")
+        ->check(finite_range(0.001, 1 << 20))
+        ->capture_default_str();
     app.add_option("--kv-offload-dir", kv_offload_dir,
                    "KV tier below RAM: write computed KV blocks to this directory (created if missing) and "
                    "load them back instead of recomputing, across restarts and processes");
@@ -175,7 +184,8 @@ EngineConfig EngineOptions::to_config() const {
     config.tensor_parallel_size = tensor_parallel_size;
     config.distributed_executor_backend = distributed_executor_backend;
     config.kv_offload_dir = kv_offload_dir;
-    config.packed_cache_dir = packed_cache_dir;
+    config.packed_cache = {packed_cache_dir_from_option(packed_cache_dir),
+                           int64_t(packed_cache_size_gib * double(int64_t(1) << 30))};
     config.kv_offload_bytes = int64_t(kv_offload_size_gib * double(1ll << 30));
     return config;
 }

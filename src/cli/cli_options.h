@@ -35,7 +35,8 @@ struct EngineOptions {
     int tensor_parallel_size = 1;
     std::string distributed_executor_backend;
     std::string kv_offload_dir;
-    std::string packed_cache_dir;
+    std::string packed_cache_dir;  // "": the default directory; "none": no packed cache
+    double packed_cache_size_gib = double(kDefaultPackedCacheBytes) / double(int64_t(1) << 30);
     double kv_offload_size_gib = 10;
 
     void add_to(CLI::App& app);

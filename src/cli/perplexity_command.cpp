@@ -47,7 +47,7 @@ Result<std::unique_ptr<ModelRunner>> load_runner(const EngineConfig& engine, int
                            parse_weight_quantization(engine.quantization, engine.unquantized_embeddings));
     LMRUN_ASSIGN_OR_RETURN(
         std::unique_ptr<CausalLM> model,
-        CausalLM::load(engine.model_dir, model_config, dtype, {}, quantization, engine.packed_cache_dir));
+        CausalLM::load(engine.model_dir, model_config, dtype, {}, quantization, engine.packed_cache));
     ModelRunnerConfig runner = engine.runner;
     runner.max_model_len = std::min(context, model_config.max_position_embeddings);
     runner.max_num_batched_tokens = std::min<int64_t>(runner.max_num_batched_tokens, runner.max_model_len);

@@ -14,6 +14,8 @@
 #include <ctime>
 #include <vector>
 
+#include "core/file_times.h"
+
 #define XXH_STATIC_LINKING_ONLY  // XXH64_state_t on the stack: no allocation per read
 #include <xxhash.h>
 
@@ -86,15 +88,6 @@ bool write_all(int fd, const void* data, size_t size) {
     return true;
 }
 
-// Marks a block file used now. Explicit times: the kernel stamps files with its coarse clock
-// (a tick of ms), which would tie blocks written in one burst and blur the LRU order.
-void touch(int fd) {
-    timespec now{};
-    clock_gettime(CLOCK_REALTIME, &now);
-    const timespec times[2] = {now, now};
-    futimens(fd, times);
-}
-
 struct DirEntry {
     std::string name;
     int64_t bytes;
@@ -163,7 +156,7 @@ bool KvDiskStore::get(const KvBlockKey& key, std::span<const std::span<std::byte
         return false;
     }
     const bool verified = read_verified(fd, key, segments);
-    if (verified) touch(fd);  // recently used: evicted last
+    if (verified) mark_used_now(fd);  // recently used: evicted last
     close(fd);
     if (!verified) {
         // Torn or corrupt: nobody can use it, and it holds room in the bound.
@@ -221,7 +214,7 @@ Status KvDiskStore::put(const KvBlockKey& key, std::span<const std::span<const s
     }
     Status status = ok_status();
     if (const int fd = ::open(path, O_RDONLY | O_CLOEXEC); fd >= 0) {
-        touch(fd);  // already stored (by another replica): keep it, fresher
+        mark_used_now(fd);  // already stored (by another replica): keep it, fresher
         close(fd);
     } else {
         status = make_room(file_bytes);
@@ -279,7 +272,7 @@ Status KvDiskStore::write_block(const KvBlockKey& key, std::span<const std::span
     bool written = write_all(fd, &header, sizeof(header));
     for (const auto& segment : segments) written = written && write_all(fd, segment.data(), segment.size());
     const int saved_errno = errno;
-    if (written) touch(fd);
+    if (written) mark_used_now(fd);
     written = (close(fd) == 0) && written;
     // rename() is atomic: readers see the whole file or none.
     if (!written || rename(temp_path.c_str(), final_path) != 0) {

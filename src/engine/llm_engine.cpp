@@ -67,7 +67,7 @@ Result<std::unique_ptr<LLMEngine>> LLMEngine::create(const EngineConfig& config)
     executor_config.model_dir = config.model_dir;
     executor_config.dtype = dtype;
     executor_config.quantization = quantization;
-    executor_config.packed_cache_dir = config.packed_cache_dir;
+    executor_config.packed_cache = config.packed_cache;
     executor_config.runner = config.runner;
     executor_config.tensor_parallel_size = config.tensor_parallel_size;
     executor_config.threads_per_rank = config.num_threads;

@@ -41,9 +41,9 @@ struct EngineConfig {
     // "int8": quantize float weights to int8 at load (quantization_config.h).
     std::string quantization;
     bool unquantized_embeddings = false;  // with int8: keep the embedding and LM head unquantized
-    // "": none. Else the packed weights are mapped from a file in this directory when it matches
-    // the checkpoint and settings, and written there when not (packed_weight_cache.h).
-    std::string packed_cache_dir;
+    // dir "": none. Else the packed weights are mapped from a file in this directory when it
+    // matches the checkpoint and settings, and written there when not (packed_cache_directory.h).
+    PackedCacheOptions packed_cache;
     ModelRunnerConfig runner;  // max_num_seqs, max_num_batched_tokens, max_model_len, block size, KV budget
     bool enable_prefix_caching = true;
     bool enable_chunked_prefill = true;

@@ -1,5 +1,8 @@
 #include "model/causal_lm.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <filesystem>
 #include <optional>
 
@@ -113,7 +116,7 @@ CausalLM::CausalLM(const ModelConfig& config, DType weight_dtype, const Parallel
 Result<std::unique_ptr<CausalLM>> CausalLM::load(const std::string& model_dir, const ModelConfig& config,
                                                  DType weight_dtype, const ParallelConfig& parallel,
                                                  const WeightQuantization& quantization,
-                                                 const std::string& packed_cache_dir) {
+                                                 const PackedCacheOptions& packed_cache) {
     if (weight_dtype != DType::F32 && weight_dtype != DType::BF16) {
         return make_error(ErrorKind::Unsupported, "{}: weights can be held as F32 or BF16, not {}", model_dir,
                           dtype_name(weight_dtype));
@@ -140,8 +143,8 @@ Result<std::unique_ptr<CausalLM>> CausalLM::load(const std::string& model_dir, c
     LMRUN_RETURN_IF_ERROR(model->choose_quantization(quantization));
     std::optional<PackedCacheKey> cache_key;
     bool cached = false;
-    if (!packed_cache_dir.empty()) {
-        LMRUN_ASSIGN_OR_RETURN(cache_key, packed_cache_key(packed_cache_dir, checkpoint, weight_dtype,
+    if (!packed_cache.dir.empty()) {
+        LMRUN_ASSIGN_OR_RETURN(cache_key, packed_cache_key(packed_cache.dir, checkpoint, weight_dtype,
                                                            quantization, parallel.tp_rank, parallel.tp_size));
         cached = model->use_packed_cache(*cache_key);
     }
@@ -152,7 +155,7 @@ Result<std::unique_ptr<CausalLM>> CausalLM::load(const std::string& model_dir, c
         1e3 * (opened_s - start_s), 1e3 * (built_s - opened_s), double(model->weight_nbytes()) / (1 << 20),
         cached ? "mapped from the packed cache" : "packed", 1e3 * (now_seconds() - built_s),
         1e3 * (process_cpu_seconds() - start_cpu_s));
-    if (cache_key && !cached) model->write_packed_cache(*cache_key);
+    if (cache_key && !cached) model->start_packed_cache_write(packed_cache, std::move(*cache_key));
     return model;
 }
 
@@ -172,9 +175,14 @@ bool CausalLM::use_packed_cache(const PackedCacheKey& key) {
     for_each_packed([&](auto& layer) { shapes.push_back(layer.packed_shape()); });
     Result<std::vector<kernels::LinearWeight>> weights = read_packed_cache(key, shapes);
     if (!weights.ok()) {
-        if (weights.error().kind != ErrorKind::NotFound)
+        if (weights.error().kind != ErrorKind::NotFound) {
             log_warn("packed cache not used, packing from the checkpoint and rewriting it: {}",
                      weights.error().message);
+            // Gone before the write, which would otherwise take a damaged file whose header
+            // still matches for one another process wrote meanwhile.
+            std::error_code error;
+            std::filesystem::remove(key.path, error);
+        }
         return false;
     }
     size_t next = 0;
@@ -182,14 +190,41 @@ bool CausalLM::use_packed_cache(const PackedCacheKey& key) {
     return true;
 }
 
-void CausalLM::write_packed_cache(const PackedCacheKey& key) {
+void CausalLM::start_packed_cache_write(const PackedCacheOptions& options, PackedCacheKey key) {
     std::vector<const kernels::LinearWeight*> weights;
     for_each_packed([&](auto& layer) { weights.push_back(&layer.packed()); });
-    const Stopwatch clock;
-    Status written = lmrun::write_packed_cache(key, weights);
-    if (!written.ok()) return log_warn("packed cache not written: {}", written.error().message);
-    log_info("packed weights written to {} in {:.2f} s (later starts map them)", key.path,
-             clock.elapsed_seconds());
+    packed_cache_write_done_ = false;
+    packed_cache_writer_ = std::thread([this, options, key = std::move(key), weights = std::move(weights)] {
+        // SCHED_IDLE: the write takes only CPU time the engine leaves, so the first requests of
+        // a first start are as fast as without the cache; a process that ends waits for it at
+        // normal priority (finish_packed_cache_write).
+        const sched_param idle{};
+        pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+        const Stopwatch clock;
+        Result<bool> stored = store_packed_cache(options, key, weights);
+        if (!stored.ok()) {
+            log_warn("packed cache not written: {}", stored.error().message);
+        } else if (stored.value()) {
+            log_info("packed weights written to {} in {:.2f} s (later starts map them)", key.path,
+                     clock.elapsed_seconds());
+        }
+        packed_cache_write_done_ = true;
+    });
+}
+
+void CausalLM::finish_packed_cache_write() {
+    if (!packed_cache_writer_.joinable()) return;
+    if (!packed_cache_write_done_) {
+        log_info("finishing the packed weight file for later starts");
+        // Waited for now: an idle-priority thread would wait for every other process's work.
+        const sched_param normal{};
+        pthread_setschedparam(packed_cache_writer_.native_handle(), SCHED_OTHER, &normal);
+    }
+    packed_cache_writer_.join();
+}
+
+CausalLM::~CausalLM() {
+    finish_packed_cache_write();
 }
 
 Result<LinearQuant> CausalLM::linear_quant(std::initializer_list<std::string> layer_names) const {

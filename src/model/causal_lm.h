@@ -5,9 +5,11 @@
 // sharded parameters (nano-vLLM's packed_modules_mapping).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/result.h"
@@ -16,6 +18,7 @@
 #include "model/config.h"
 #include "model/decoder_layer.h"
 #include "model/forward_context.h"
+#include "model/packed_cache_directory.h"
 #include "model/vocab_embedding.h"
 
 namespace lmrun {
@@ -25,13 +28,23 @@ class CausalLM {
     // Builds the model and fills every parameter from the checkpoint in `model_dir`.
     // weight_dtype: F32 or BF16 (what unquantized weights are stored as in memory). Layers the
     // checkpoint stores in int8 (config.quantization) stay int8; `quantization` may quantize the
-    // others at load (quantization_config.h). packed_cache_dir (when not empty): the packed linear
-    // weights are mapped from a file there when one matches, else packed and written there
-    // (packed_weight_cache.h); a file that does not match is reported in one log line and rebuilt.
+    // others at load (quantization_config.h). packed_cache.dir (when not empty): the packed linear
+    // weights are mapped from a file there when one matches, else packed, and the file is written
+    // in the background (packed_cache_directory.h) by a thread that runs only when the CPUs are
+    // otherwise idle, so the first requests do not wait for it; a file that does not match is
+    // reported in one log line and rebuilt.
     static Result<std::unique_ptr<CausalLM>> load(const std::string& model_dir, const ModelConfig& config,
                                                   DType weight_dtype, const ParallelConfig& parallel = {},
                                                   const WeightQuantization& quantization = {},
-                                                  const std::string& packed_cache_dir = "");
+                                                  const PackedCacheOptions& packed_cache = {});
+    // Waits for the packed cache file's write, if one is under way.
+    ~CausalLM();
+    CausalLM(const CausalLM&) = delete;
+    CausalLM& operator=(const CausalLM&) = delete;
+
+    // Returns once the packed cache file load() started writing is written (or given up, said in
+    // a log line); at once when there is none.
+    void finish_packed_cache_write();
 
     // Runs all layers over the step's tokens: buffers.hidden/residual hold the
     // un-normalized last hidden state afterwards. kv_layers: one per layer.
@@ -74,7 +87,8 @@ class CausalLM {
     void for_each_packed(Fn&& fn);
     // Takes the weights from the packed cache when it holds them (true), else leaves them to load.
     bool use_packed_cache(const PackedCacheKey& key);
-    void write_packed_cache(const PackedCacheKey& key);
+    // Starts the background write of the packed weights to key.path.
+    void start_packed_cache_write(const PackedCacheOptions& options, PackedCacheKey key);
     Status load_layer(const Checkpoint& checkpoint, int64_t index, DecoderLayer& layer);
 
     ModelConfig config_;
@@ -86,6 +100,8 @@ class CausalLM {
     RMSNorm norm_;
     ParallelLMHead lm_head_;
     std::vector<float> rope_cos_sin_;  // [max_position, head_dim]
+    std::thread packed_cache_writer_;  // reads the packed weights above: joined before they go
+    std::atomic<bool> packed_cache_write_done_{true};
 };
 
 }  // namespace lmrun

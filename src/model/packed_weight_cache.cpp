@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "core/file_times.h"
 #include "core/parallel.h"
 #include "kernels/linear_gemv.h"
 
@@ -26,6 +27,9 @@ constexpr char kMagic[8] = {'L', 'M', 'R', 'U', 'N', 'P', 'W', '1'};
 constexpr uint64_t kRegionAlignment = uint64_t(2) << 20;  // each weight on its own 2 MiB boundary
 constexpr uint64_t kMaxIdentityBytes = uint64_t(1) << 20;
 constexpr uint64_t kMaxWeights = uint64_t(1) << 20;
+// The identity line naming the model folder the file was made from (the directory's upkeep
+// removes files whose folder is gone).
+constexpr char kModelFolderLine[] = "model folder ";
 
 // The file: FileHeader, Entry[num_weights], the identity text, zero padding up to
 // data_offset, then each weight's region (packed tiles, then for int8 the scales and
@@ -101,9 +105,10 @@ Result<std::string> describe_source(const std::string& path) {
                        XXH3_64bits(header.data(), header.size()));
 }
 
-// The header, entries and identity of an open cache file, checked against what this model needs.
-Status check_meta(int fd, const std::string& path, uint64_t file_bytes, const PackedCacheKey& key,
-                  const std::vector<PackedWeightShape>& shapes, std::vector<Entry>& entries) {
+// The header, entries and identity text of an open cache file, checked for consistency (not
+// yet against any model).
+Status read_meta(int fd, const std::string& path, uint64_t file_bytes, std::vector<Entry>& entries,
+                 std::string& identity, uint64_t& data_offset) {
     FileHeader header{};
     if (file_bytes < sizeof(header) || pread(fd, &header, sizeof(header), 0) != ssize_t(sizeof(header)) ||
         std::memcmp(header.magic, kMagic, sizeof(kMagic)) != 0)
@@ -114,13 +119,23 @@ Status check_meta(int fd, const std::string& path, uint64_t file_bytes, const Pa
         header.data_offset > file_bytes)
         return corrupt(path, "its header is damaged");
     entries.resize(size_t(header.num_weights));
-    std::string identity(size_t(header.identity_bytes), '\0');
+    identity.assign(size_t(header.identity_bytes), '\0');
     const ssize_t entry_bytes = ssize_t(entries.size() * sizeof(Entry));
     if (pread(fd, entries.data(), size_t(entry_bytes), sizeof(header)) != entry_bytes ||
         pread(fd, identity.data(), identity.size(), off_t(sizeof(header) + size_t(entry_bytes))) !=
             ssize_t(identity.size()) ||
         meta_checksum(entries.data(), entries.size(), identity) != header.meta_checksum)
         return corrupt(path, "its header is damaged (checksum)");
+    data_offset = header.data_offset;
+    return ok_status();
+}
+
+// The header, entries and identity of an open cache file, checked against what this model needs.
+Status check_meta(int fd, const std::string& path, uint64_t file_bytes, const PackedCacheKey& key,
+                  const std::vector<PackedWeightShape>& shapes, std::vector<Entry>& entries) {
+    std::string identity;
+    uint64_t data_offset = 0;
+    LMRUN_RETURN_IF_ERROR(read_meta(fd, path, file_bytes, entries, identity, data_offset));
     if (identity != key.identity)
         return corrupt(path, "made from another checkpoint or with other settings or layout");
     if (entries.size() != shapes.size()) return corrupt(path, "holds another number of weights");
@@ -129,8 +144,8 @@ Status check_meta(int fd, const std::string& path, uint64_t file_bytes, const Pa
         const PackedWeightShape& shape = shapes[i];
         if (entry.out_features != shape.out_features || entry.in_features != shape.in_features ||
             entry.storage_dtype != int64_t(shape.storage_dtype) || entry.bytes != region_bytes(shape) ||
-            entry.offset % kRegionAlignment != 0 || entry.offset < header.data_offset ||
-            entry.offset > file_bytes || entry.bytes > file_bytes - entry.offset)
+            entry.offset % kRegionAlignment != 0 || entry.offset < data_offset || entry.offset > file_bytes ||
+            entry.bytes > file_bytes - entry.offset)
             return corrupt(path, fmt::format("weight {} does not have the shape or place it should", i));
     }
     return ok_status();
@@ -161,6 +176,29 @@ int64_t first_bad_region(const unsigned char* base, const std::vector<Entry>& en
     return first_bad.load() == int64_t(entries.size()) ? -1 : first_bad.load();
 }
 
+// The header and entries (checksums not yet filled in) of a file holding `weights`.
+FileHeader plan_file(const PackedCacheKey& key, const std::vector<const kernels::LinearWeight*>& weights,
+                     std::vector<Entry>& entries) {
+    entries.resize(weights.size());
+    FileHeader header{};
+    std::memcpy(header.magic, kMagic, sizeof(kMagic));
+    header.num_weights = entries.size();
+    header.identity_bytes = key.identity.size();
+    header.data_offset =
+        round_up(sizeof(header) + entries.size() * sizeof(Entry) + key.identity.size(), kRegionAlignment);
+    uint64_t offset = header.data_offset;
+    for (size_t i = 0; i < weights.size(); ++i) {
+        const kernels::PackedLinear& packed = weights[i]->packed();
+        const PackedWeightShape shape{packed.out_features, packed.in_features, packed.dtype};
+        entries[i] = Entry{shape.out_features,           shape.in_features,
+                           int64_t(shape.storage_dtype), offset,
+                           region_bytes(shape),          0};
+        offset = round_up(offset + entries[i].bytes, kRegionAlignment);
+    }
+    header.file_bytes = entries.empty() ? header.data_offset : entries.back().offset + entries.back().bytes;
+    return header;
+}
+
 }  // namespace
 
 Result<PackedCacheKey> packed_cache_key(const std::string& cache_dir, const Checkpoint& checkpoint,
@@ -172,7 +210,9 @@ Result<PackedCacheKey> packed_cache_key(const std::string& cache_dir, const Chec
         kernels::kTileOutputs, kernels::in_padding(DType::F32), kernels::in_padding(DType::BF16),
         kernels::in_padding(DType::I8), dtype_name(weight_dtype), quantization.int8_at_load ? 1 : 0,
         quantization.quantize_embeddings ? 1 : 0, tp_rank, tp_size);
-    const std::filesystem::path model_dir = std::filesystem::absolute(checkpoint.dir());
+    std::filesystem::path model_dir = std::filesystem::absolute(checkpoint.dir()).lexically_normal();
+    if (!model_dir.has_filename()) model_dir = model_dir.parent_path();  // "DIR/" names DIR
+    identity += fmt::format("{}{}\n", kModelFolderLine, model_dir.string());
     std::ifstream config_file(model_dir / "config.json", std::ios::binary);
     const std::string config_text((std::istreambuf_iterator<char>(config_file)),
                                   std::istreambuf_iterator<char>());
@@ -208,6 +248,7 @@ Result<std::vector<kernels::LinearWeight>> read_packed_cache(const PackedCacheKe
         mapping->bytes = size_t(info.st_size);
         mapping->data = mmap(nullptr, mapping->bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
         if (mapping->data == MAP_FAILED) mapping->data = nullptr;
+        if (mapping->data) mark_used_now(fd);  // recently used: the directory evicts it last
     }
     ::close(fd);
     if (!meta.ok()) return meta.error();
@@ -236,23 +277,8 @@ Status write_packed_cache(const PackedCacheKey& key,
     const std::string& path = key.path;
     std::error_code error;
     std::filesystem::create_directories(std::filesystem::path(path).parent_path(), error);
-    std::vector<Entry> entries(weights.size());
-    FileHeader header{};
-    std::memcpy(header.magic, kMagic, sizeof(kMagic));
-    header.num_weights = entries.size();
-    header.identity_bytes = key.identity.size();
-    header.data_offset =
-        round_up(sizeof(header) + entries.size() * sizeof(Entry) + key.identity.size(), kRegionAlignment);
-    uint64_t offset = header.data_offset;
-    for (size_t i = 0; i < weights.size(); ++i) {
-        const kernels::PackedLinear& packed = weights[i]->packed();
-        const PackedWeightShape shape{packed.out_features, packed.in_features, packed.dtype};
-        entries[i] = Entry{shape.out_features,           shape.in_features,
-                           int64_t(shape.storage_dtype), offset,
-                           region_bytes(shape),          0};
-        offset = round_up(offset + entries[i].bytes, kRegionAlignment);
-    }
-    header.file_bytes = entries.empty() ? header.data_offset : entries.back().offset + entries.back().bytes;
+    std::vector<Entry> entries;
+    FileHeader header = plan_file(key, weights, entries);
     const std::string temporary = fmt::format("{}.{}.tmp", path, getpid());
     const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
@@ -298,6 +324,34 @@ Status write_packed_cache(const PackedCacheKey& key,
                                 std::strerror(written ? errno : saved_errno));
     }
     return ok_status();
+}
+
+Result<std::string> read_packed_cache_identity(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return make_error_about(path, ErrorKind::NotFound, "{}: no packed weight file", path);
+    struct stat info {};
+    std::vector<Entry> entries;
+    std::string identity;
+    uint64_t data_offset = 0;
+    Status meta = fstat(fd, &info) == 0 && S_ISREG(info.st_mode)
+                      ? read_meta(fd, path, uint64_t(info.st_size), entries, identity, data_offset)
+                      : Status(corrupt(path, "not a regular file"));
+    ::close(fd);
+    if (!meta.ok()) return meta.error();
+    return identity;
+}
+
+std::string packed_cache_model_folder(const std::string& identity) {
+    const size_t start = identity.find(std::string("\n") + kModelFolderLine);
+    if (start == std::string::npos) return "";
+    const size_t folder = start + 1 + std::strlen(kModelFolderLine);
+    return identity.substr(folder, identity.find('\n', folder) - folder);
+}
+
+uint64_t packed_cache_file_bytes(const PackedCacheKey& key,
+                                 const std::vector<const kernels::LinearWeight*>& weights) {
+    std::vector<Entry> entries;
+    return plan_file(key, weights, entries).file_bytes;
 }
 
 }  // namespace lmrun

@@ -2,7 +2,7 @@
 // and on later starts mapped read-only from it instead of allocating fresh memory (which the
 // kernel zeroes) and packing the checkpoint again. The file is keyed by an identity text: the
 // checkpoint's files (name, size, modification time and a hash of each safetensors header),
-// config.json's hash, the weight dtype and quantization, the rank, and the packed layout's
+// config.json's hash, the model folder, the weight dtype and quantization, the rank, and the packed layout's
 // parameters (tile width, k padding per dtype). Each weight's bytes carry a checksum that is
 // verified on every read (on all threads; it also faults the mapping in). A file that is
 // missing, made for another identity, truncated or corrupt is never used: the caller packs from
@@ -49,5 +49,16 @@ Result<std::vector<kernels::LinearWeight>> read_packed_cache(const PackedCacheKe
 // temporary file renamed into place; creates the directory if missing.
 Status write_packed_cache(const PackedCacheKey& key,
                           const std::vector<const kernels::LinearWeight*>& weights);
+
+// The identity text of the file at `path` (its header checked, not its weights): what it was
+// made from. NotFound or Corrupt as read_packed_cache.
+Result<std::string> read_packed_cache_identity(const std::string& path);
+
+// The model folder an identity text names ("" when it names none).
+std::string packed_cache_model_folder(const std::string& identity);
+
+// The bytes write_packed_cache will write for `weights`.
+uint64_t packed_cache_file_bytes(const PackedCacheKey& key,
+                                 const std::vector<const kernels::LinearWeight*>& weights);
 
 }  // namespace lmrun

@@ -23,6 +23,7 @@
 
 #include "core/result.h"
 #include "engine/model_runner.h"
+#include "model/packed_cache_directory.h"
 #include "model/quantization_config.h"
 #include "parallel/placement.h"
 
@@ -39,7 +40,7 @@ struct ExecutorConfig {
     std::string model_dir;
     DType dtype = DType::BF16;
     WeightQuantization quantization;
-    std::string packed_cache_dir;  // "": none (CausalLM::load)
+    PackedCacheOptions packed_cache;  // dir "": none (CausalLM::load)
     ModelRunnerConfig runner;
     int tensor_parallel_size = 1;
     ExecutorBackend backend = ExecutorBackend::Uni;

@@ -33,12 +33,12 @@ Error group_failed() {
 Result<std::unique_ptr<CausalLM>> load_rank_model(const std::string& model_dir, DType dtype,
                                                   const WeightQuantization& quantization,
                                                   const ParallelConfig& parallel, double* load_seconds,
-                                                  const std::string& packed_cache_dir) {
+                                                  const PackedCacheOptions& packed_cache) {
     LMRUN_ASSIGN_OR_RETURN(ModelConfig model_config, load_model_config(model_dir));
     Stopwatch load_timer;
     LMRUN_ASSIGN_OR_RETURN(
         std::unique_ptr<CausalLM> model,
-        CausalLM::load(model_dir, model_config, dtype, parallel, quantization, packed_cache_dir));
+        CausalLM::load(model_dir, model_config, dtype, parallel, quantization, packed_cache));
     log_info("loaded {} ({} layers, {:.1f} MiB of {}{} weights{}) in {:.2f} s", model_config.architecture,
              model_config.num_hidden_layers, double(model->weight_nbytes()) / (1 << 20), dtype_name(dtype),
              model->has_int8_weights() ? " and int8" : "",
@@ -54,7 +54,7 @@ Result<WorkerConfig> worker_config_for(const ExecutorConfig& config, const Model
     worker_config.model_dir = config.model_dir;
     worker_config.dtype = config.dtype;
     worker_config.quantization = config.quantization;
-    worker_config.packed_cache_dir = config.packed_cache_dir;
+    worker_config.packed_cache = config.packed_cache;
     LMRUN_ASSIGN_OR_RETURN(worker_config.runner, resolve_runner_config(config.runner, model));
     worker_config.runner.ranks_sharing_memory = ranks_sharing_memory;
     return worker_config;
@@ -100,7 +100,7 @@ Result<std::unique_ptr<ModelRunner>> start_rank(ProcessGroup& group, const Worke
     ParallelConfig parallel{group.rank(), group.size(), group.size() > 1 ? &group : nullptr,
                             config.runner.ranks_sharing_memory};
     Result<std::unique_ptr<CausalLM>> model = load_rank_model(
-        config.model_dir, config.dtype, config.quantization, parallel, load_seconds, config.packed_cache_dir);
+        config.model_dir, config.dtype, config.quantization, parallel, load_seconds, config.packed_cache);
     LMRUN_RETURN_IF_ERROR(agree_on_status(group, model.ok() ? ok_status() : Status(model.error())));
     auto runner = ModelRunner::create(std::move(model).value(), config.runner, group);
     LMRUN_RETURN_IF_ERROR(agree_on_status(group, runner.ok() ? ok_status() : Status(runner.error())));

@@ -22,12 +22,12 @@ Result<WorkerConfig> worker_config_for(const ExecutorConfig& config, const Model
                                        int ranks_sharing_memory);
 
 // Loads this rank's shard of the model and logs what it loaded (and, when `load_seconds` is
-// given, stores how long that took there); packed_cache_dir as in CausalLM::load.
+// given, stores how long that took there); packed_cache as in CausalLM::load.
 Result<std::unique_ptr<CausalLM>> load_rank_model(const std::string& model_dir, DType dtype,
                                                   const WeightQuantization& quantization,
                                                   const ParallelConfig& parallel,
                                                   double* load_seconds = nullptr,
-                                                  const std::string& packed_cache_dir = "");
+                                                  const PackedCacheOptions& packed_cache = {});
 
 // Every rank calls this with the same config (rank 0 after broadcasting it). `load_seconds`:
 // as in load_rank_model.

@@ -10,7 +10,7 @@ Result<std::unique_ptr<Executor>> UniProcExecutor::create(const ExecutorConfig& 
     std::unique_ptr<UniProcExecutor> executor(new UniProcExecutor());
     LMRUN_ASSIGN_OR_RETURN(std::unique_ptr<CausalLM> model,
                            load_rank_model(config.model_dir, config.dtype, config.quantization, {},
-                                           &executor->load_seconds_, config.packed_cache_dir));
+                                           &executor->load_seconds_, config.packed_cache));
     LMRUN_ASSIGN_OR_RETURN(executor->runner_, ModelRunner::create(std::move(model), config.runner));
     return std::unique_ptr<Executor>(std::move(executor));
 }

@@ -18,7 +18,8 @@ std::string to_json(const WorkerConfig& config) {
         {"dtype", dtype_name(config.dtype)},
         {"int8_at_load", config.quantization.int8_at_load},
         {"quantize_embeddings", config.quantization.quantize_embeddings},
-        {"packed_cache_dir", config.packed_cache_dir},
+        {"packed_cache_dir", config.packed_cache.dir},
+        {"packed_cache_max_bytes", config.packed_cache.max_bytes},
         {"threads_per_rank", config.threads_per_rank},
         {"placements", placements},
         {"runner",
@@ -46,7 +47,8 @@ Result<WorkerConfig> worker_config_from_json(std::string_view text) {
             json.at("dtype").get<std::string>() == dtype_name(DType::F32) ? DType::F32 : DType::BF16;
         config.quantization.int8_at_load = json.at("int8_at_load").get<bool>();
         config.quantization.quantize_embeddings = json.at("quantize_embeddings").get<bool>();
-        config.packed_cache_dir = json.at("packed_cache_dir").get<std::string>();
+        config.packed_cache.dir = json.at("packed_cache_dir").get<std::string>();
+        config.packed_cache.max_bytes = json.at("packed_cache_max_bytes").get<int64_t>();
         config.threads_per_rank = json.at("threads_per_rank").get<int>();
         for (const auto& item : json.at("placements")) {
             RankPlacement placement;

@@ -9,6 +9,7 @@
 #include "core/dtype.h"
 #include "core/result.h"
 #include "engine/model_runner.h"
+#include "model/packed_cache_directory.h"
 #include "model/quantization_config.h"
 #include "parallel/placement.h"
 
@@ -18,7 +19,7 @@ struct WorkerConfig {
     std::string model_dir;
     DType dtype = DType::BF16;
     WeightQuantization quantization;        // --quantization int8: every rank quantizes its shard
-    std::string packed_cache_dir;           // --packed-cache: every rank its own file there
+    PackedCacheOptions packed_cache;        // --packed-cache: every rank its own file there
     ModelRunnerConfig runner;               // resolved (max_model_len set)
     std::vector<RankPlacement> placements;  // by rank (mp); empty: each rank places itself (mpi)
     int threads_per_rank = 0;               // mpi: 0 = the node's CPUs / its ranks

@@ -112,10 +112,38 @@ def test_quantized_stories260k_stays_close_to_float(stories, options):
     ("distributed_executor_backend", "ray", "distributed_executor_backend"),
     ("distributed_executor_backend", "mpi", "mpirun"),
     ("unquantized_embeddings", True, "quantization='int8'"),
+    ("packed_cache", 1, "packed_cache"),
+    ("packed_cache", "", "packed_cache"),
 ])
 def test_bad_engine_option_raises_value_error_naming_it(option, value, message):
     with pytest.raises(ValueError, match=message):
         stories_llm(**{option: value})
+
+
+def packed_files(directory):
+    return sorted(p.name for p in directory.glob("*.lmpack"))
+
+
+def test_packed_cache_defaults_to_lmruns_directory_and_false_turns_it_off(stories, tmp_path, monkeypatch):
+    cases = load_json("stories260k", "expected.json")["cases"]
+    monkeypatch.setenv("LMRUN_CACHE_DIR", str(tmp_path / "default"))
+    llm = stories_llm()
+    assert greedy_ids(llm, cases, 16) == greedy_ids(stories, cases, 16)
+    del llm  # the file is complete once the engine is gone
+    assert len(packed_files(tmp_path / "default" / "packed")) == 1
+    again = stories_llm()  # maps the file: the same tokens
+    assert greedy_ids(again, cases, 16) == greedy_ids(stories, cases, 16)
+    del again
+
+    monkeypatch.setenv("LMRUN_CACHE_DIR", str(tmp_path / "off"))
+    off = stories_llm(packed_cache=False)
+    assert greedy_ids(off, cases, 4) == greedy_ids(stories, cases, 4)
+    del off
+    assert not (tmp_path / "off").exists()
+
+    own = stories_llm(packed_cache=tmp_path / "own")
+    del own
+    assert len(packed_files(tmp_path / "own")) == 1
 
 
 def test_uni_backend_with_several_ranks_is_a_value_error():
