@@ -148,6 +148,7 @@ TEST_P(PagedAttention, EveryIsaMatchesReference) {
     if (kernel_isa() >= Isa::Avx512) isas.push_back(Isa::Avx512);
     if (kernel_isa() >= Isa::Avx512Vnni) isas.push_back(Isa::Avx512Vnni);
     if (kernel_isa() >= Isa::Avx512Bf16) isas.push_back(Isa::Avx512Bf16);
+    if (kernel_isa() >= Isa::AmxBf16) isas.push_back(Isa::AmxBf16);
     for (Isa isa : isas) {
         run_attention(b, isa, false, got);
         expect_matches(got, want, isa, b.s.dtype, isa_name(isa));
@@ -197,6 +198,12 @@ std::vector<Scenario> scenarios() {
     list.push_back({128, 16, 16, 8, DType::F8E4M3, {{1, 4096}, {4, 4000}}});
     // One long prefill must be split into many tiles (more work items than threads).
     list.push_back({64, 16, 4, 1, DType::F32, {{300, 300}}});
+    // Long BF16 prefills (AMX: several 256-key segments per tile, rows seeing part of one),
+    // a chunk after a cached prefix, GQA groups of 2 and 4, every AMX head_dim.
+    list.push_back({128, 16, 16, 8, DType::BF16, {{300, 300}, {45, 600}, {3, 257}}});
+    list.push_back({256, 256, 8, 2, DType::BF16, {{130, 530}}});
+    list.push_back({32, 16, 4, 4, DType::BF16, {{513, 513}}});
+    list.push_back({64, 16, 12, 3, DType::BF16, {{100, 100}, {17, 290}}});
     return list;
 }
 

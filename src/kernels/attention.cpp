@@ -11,6 +11,7 @@
 #include "core/parallel.h"
 #include "kernels/attention_tile.h"
 #include "kernels/kv_quantize.h"
+#include "kernels/linear_amx.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -118,14 +119,22 @@ void merge_splits(const AttentionArgs& a, const AttentionTile& tile, const float
 }
 
 // A thread's scratch for tiles of `heads_per_item` KV heads of `group` query heads each.
-int64_t scratch_floats_per_thread(bool avx512, int64_t head_dim, int64_t group, int64_t heads_per_item) {
+int64_t scratch_floats_per_thread(bool avx512, bool amx, int64_t head_dim, int64_t group,
+                                  int64_t heads_per_item) {
     int64_t floats = attention_scratch_floats(head_dim);
     if (avx512) {
         floats = std::max(floats,
                           attention_decode_scratch_floats(head_dim, heads_per_item * group, heads_per_item));
         floats = std::max(floats, attention_prefill_bf16_scratch_floats(head_dim));
     }
+    if (amx) floats = std::max(floats, attention_prefill_amx_scratch_floats(head_dim));
     return floats;
+}
+
+// Whether prefill tiles on this cache run on AMX tiles at this ISA level (BF16 caches only: the
+// tiles multiply BF16).
+bool uses_amx_prefill(Isa isa, DType cache_dtype, int64_t head_dim) {
+    return isa >= Isa::AmxBf16 && cache_dtype == DType::BF16 && attention_prefill_amx_supports(head_dim);
 }
 
 }  // namespace
@@ -136,9 +145,12 @@ void reserve_attention_workspace(int64_t head_dim, int64_t num_heads, int64_t nu
                 "attention shape out of the kernels' range");
     const int64_t group = num_heads / num_kv_heads;
     const bool avx512 = kernel_isa() >= Isa::Avx512 && attention_avx512_supports(head_dim);
+    // The cache's dtype is not known here: AMX scratch whenever the ISA has it.
+    const bool amx = uses_amx_prefill(kernel_isa(), DType::BF16, head_dim);
     // Items hold one KV head, or all of a sequence's (decode on AVX-512): the larger scratch wins.
-    const int64_t scratch_floats = std::max(scratch_floats_per_thread(avx512, head_dim, group, 1),
-                                            scratch_floats_per_thread(avx512, head_dim, group, num_kv_heads));
+    const int64_t scratch_floats =
+        std::max(scratch_floats_per_thread(avx512, amx, head_dim, group, 1),
+                 scratch_floats_per_thread(avx512, amx, head_dim, group, num_kv_heads));
 #pragma omp parallel
     thread_scratch(scratch_floats);
     // Split-K runs only with fewer than 2T items (T threads), each cut into at most ceil(2T / items)
@@ -181,7 +193,9 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
     const int64_t splits = choose_key_splits(a, num_seqs, num_items);
     float* partials =
         splits > 1 ? partial_buffer(num_items * splits * attention_partial_floats(cache.head_dim)) : nullptr;
-    const int64_t scratch_floats = scratch_floats_per_thread(avx512, cache.head_dim, group, heads_per_item);
+    const bool amx = uses_amx_prefill(isa, cache.dtype, cache.head_dim) && !all_decode;
+    const int64_t scratch_floats =
+        scratch_floats_per_thread(avx512, amx, cache.head_dim, group, heads_per_item);
     auto tile_of = [&](int64_t item) {
         int64_t tile_index = item / kv_items;
         int64_t seq = std::upper_bound(tile_starts.begin(), tile_starts.begin() + num_seqs + 1, tile_index) -
@@ -206,7 +220,11 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
             tile.key_end = keys * (split + 1) / splits;
             tile.partial = partials + (item * splits + split) * attention_partial_floats(cache.head_dim);
         }
-        if (avx512) {
+        const bool decode =
+            tile.num_tokens == 1 && a.cu_seqlens_q[tile.seq + 1] - a.cu_seqlens_q[tile.seq] == 1;
+        if (amx && !decode) {
+            attention_prefill_tile_amx(a, tile, scratch);
+        } else if (avx512) {
             attention_tile_avx512(a, tile, scratch);
         } else {
             attention_tile_avx2(a, tile, scratch);
@@ -220,7 +238,9 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
     // allocate a team on every call.
     if (omp_get_max_threads() == 1) {
         float* scratch = thread_scratch(scratch_floats);
+        if (amx) configure_amx_tiles();
         for (int64_t i = 0; i < num_items * splits; ++i) run_split(i, scratch);
+        if (amx) release_amx_tiles();
         for (int64_t item = 0; splits > 1 && item < num_items; ++item) merge_item(item);
         return;
     }
@@ -229,8 +249,10 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
 #pragma omp parallel
     {
         float* scratch = thread_scratch(scratch_floats);
+        if (amx) configure_amx_tiles();
 #pragma omp for schedule(dynamic, 1)
         for (int64_t i = 0; i < num_items * splits; ++i) run_split(i, scratch);
+        if (amx) release_amx_tiles();
         if (splits > 1) {
 #pragma omp for schedule(dynamic, 1)
             for (int64_t item = 0; item < num_items; ++item) merge_item(item);

@@ -63,6 +63,11 @@ void attention_tile_avx512(const AttentionArgs& args, const AttentionTile& tile,
 // 64, 128 or 256 (the AVX-512 head sizes that are multiples of 32).
 void attention_prefill_tile_bf16(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
 int64_t attention_prefill_bf16_scratch_floats(int64_t head_dim);
+// Prefill tiles (one KV head) on a BF16 cache with AMX-BF16 (head_dim 32, 64, 128 or 256); the
+// calling thread has loaded the AMX tile configuration (linear_amx.h).
+bool attention_prefill_amx_supports(int64_t head_dim);
+void attention_prefill_tile_amx(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
+int64_t attention_prefill_amx_scratch_floats(int64_t head_dim);
 // Scratch floats of an AVX-512 decode tile of `num_rows` query heads over `kv_heads` KV heads.
 int64_t attention_decode_scratch_floats(int64_t head_dim, int64_t num_rows, int64_t kv_heads);
 
