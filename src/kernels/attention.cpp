@@ -173,16 +173,23 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
                 "scaled KV cache without scales");
     const int64_t group = a.num_heads / cache.num_kv_heads;
     LMRUN_CHECK(group <= kTileRows, "GQA group %ld too large", long(group));
-    const int64_t tokens_per_tile = kTileRows / group;
-    const std::vector<int64_t>& tile_starts = plan_tiles(a, num_seqs, tokens_per_tile);
+    const bool all_decode = std::all_of(a.cu_seqlens_q, a.cu_seqlens_q + num_seqs,
+                                        [&](const int32_t& begin) { return (&begin)[1] - begin == 1; });
+    const bool amx = uses_amx_prefill(isa, cache.dtype, cache.head_dim) && !all_decode;
+    // AMX prefill items of kAmxTileRows rows where that leaves at least two per thread (no
+    // split-K, whose partial results hold kTileRows rows); else kTileRows.
+    int64_t tokens_per_tile = (amx ? kAmxTileRows : kTileRows) / group;
+    const std::vector<int64_t>* planned = &plan_tiles(a, num_seqs, tokens_per_tile);
+    if (amx && (*planned)[num_seqs] * cache.num_kv_heads < int64_t{2} * num_threads()) {
+        tokens_per_tile = kTileRows / group;
+        planned = &plan_tiles(a, num_seqs, tokens_per_tile);
+    }
+    const std::vector<int64_t>& tile_starts = *planned;
     const bool avx512 = isa >= Isa::Avx512 && attention_avx512_supports(cache.head_dim);
     // A decode-only batch on AVX-512 gives each item all KV heads of a sequence: their rows
     // are interleaved in the cache, so one item then reads one contiguous range per chunk. Few
     // sequences with short contexts (too short for split-K) stay per KV head, so that every
     // thread has work.
-    const bool all_decode = tile_starts[num_seqs] == num_seqs &&
-                            std::all_of(a.cu_seqlens_q, a.cu_seqlens_q + num_seqs,
-                                        [&](const int32_t& begin) { return (&begin)[1] - begin == 1; });
     const int64_t max_context =
         num_seqs > 0 ? *std::max_element(a.context_lens, a.context_lens + num_seqs) : 0;
     const bool enough_items = num_seqs >= int64_t{2} * num_threads() || max_context >= 2 * kMinKeysPerSplit;
@@ -193,7 +200,6 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
     const int64_t splits = choose_key_splits(a, num_seqs, num_items);
     float* partials =
         splits > 1 ? partial_buffer(num_items * splits * attention_partial_floats(cache.head_dim)) : nullptr;
-    const bool amx = uses_amx_prefill(isa, cache.dtype, cache.head_dim) && !all_decode;
     const int64_t scratch_floats =
         scratch_floats_per_thread(avx512, amx, cache.head_dim, group, heads_per_item);
     auto tile_of = [&](int64_t item) {

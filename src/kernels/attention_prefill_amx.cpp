@@ -25,7 +25,6 @@
 #include "kernels/attention_tile.h"
 #include "kernels/dispatch_constant.h"
 #include "kernels/isa_local_math.h"
-#include "kernels/vec_exp_avx512.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -34,6 +33,20 @@ constexpr int64_t kSegmentKeys = 256;  // keys per pass: their Kᵀ, V, S and P 
 constexpr int64_t kBlockRows = 16;     // rows of an A / C tile
 constexpr int64_t kKeysPerTile = 16;   // keys of an S tile (its N)
 constexpr int64_t kKeysPerStep = 32;   // keys of a P·V step (its K: 16 key pairs)
+
+// e^x for x <= 0, to the 1e-4 that BF16 softmax weights keep (8 operations where the full-
+// precision exp_avx512 takes 14): 2^(x·log2 e) = 2^n · 2^f with f in [-0.5, 0.5] and 2^f by a
+// degree-3 fit (relative error 7.8e-5). x is clamped at -87 first, so the result stays a normal
+// float: scalef making subnormals would cost a microcode assist per lane.
+inline __m512 exp_nonpositive_for_bf16(__m512 x) {
+    const __m512 t = _mm512_mul_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(1.44269504f));
+    const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 f = _mm512_sub_ps(t, n);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(0.05508797f), f, _mm512_set1_ps(0.24260082f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.69327605f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.99992913f));
+    return _mm512_scalef_ps(p, n);
+}
 
 // A 16 x 16 matrix of dwords in 16 zmm, transposed in place.
 inline void transpose_16x16_dwords(__m512i* r) {
@@ -70,10 +83,10 @@ struct AmxPrefillTile {
     static constexpr int64_t kDimTiles = D / 16;  // C tiles of an output row block
 
     struct Scratch {
-        uint16_t* q;  // [kTileRows][D] BF16, scaled
-        float* o;     // [kTileRows][D] unnormalised output
-        float* m;     // [kTileRows] running max
-        float* l;     // [kTileRows] running sum
+        uint16_t* q;  // [kAmxTileRows][D] BF16, scaled
+        float* o;     // [kAmxTileRows][D] unnormalised output
+        float* m;     // [kAmxTileRows] running max
+        float* l;     // [kAmxTileRows] running sum
         int32_t* kt;  // [kSegmentKeys / 16][kPairs][16]: Kᵀ B tiles
         int32_t* vv;  // [kSegmentKeys / 2][D]: V B tiles (dword = the dim of a key pair)
         float* s;     // [16][kSegmentKeys] scores of a row block
@@ -81,7 +94,7 @@ struct AmxPrefillTile {
     };
 
     static int64_t scratch_floats() {
-        return 16 + kTileRows * D / 2 + kTileRows * D + 2 * kTileRows + kSegmentKeys * D / 2 +
+        return 16 + kAmxTileRows * D / 2 + kAmxTileRows * D + 2 * kAmxTileRows + kSegmentKeys * D / 2 +
                kSegmentKeys * D / 2 + kBlockRows * kSegmentKeys + kBlockRows * kSegmentKeys / 2;
     }
 
@@ -94,9 +107,9 @@ struct AmxPrefillTile {
         t.s = reinterpret_cast<float*>(t.vv + kSegmentKeys / 2 * D);
         t.p = reinterpret_cast<uint16_t*>(t.s + kBlockRows * kSegmentKeys);
         t.o = reinterpret_cast<float*>(t.p + kBlockRows * kSegmentKeys);
-        t.q = reinterpret_cast<uint16_t*>(t.o + kTileRows * D);
-        t.m = reinterpret_cast<float*>(t.q + kTileRows * D);
-        t.l = t.m + kTileRows;
+        t.q = reinterpret_cast<uint16_t*>(t.o + kAmxTileRows * D);
+        t.m = reinterpret_cast<float*>(t.q + kAmxTileRows * D);
+        t.l = t.m + kAmxTileRows;
         return t;
     }
 
@@ -214,9 +227,9 @@ struct AmxPrefillTile {
                     const __mmask16 valid = left >= 16 ? __mmask16(0xffff)
                                             : left > 0 ? __mmask16((1u << left) - 1)
                                                        : __mmask16(0);
-                    e[h] = _mm512_maskz_mov_ps(
-                        valid,
-                        exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(valid, s + k + 16 * h), shift)));
+                    // Lanes past what the row sees read m: e^0, then zeroed.
+                    const __m512 x = _mm512_sub_ps(_mm512_mask_loadu_ps(shift, valid, s + k + 16 * h), shift);
+                    e[h] = _mm512_maskz_mov_ps(valid, exp_nonpositive_for_bf16(x));
                     sum = _mm512_add_ps(sum, e[h]);
                 }
                 _mm512_store_si512(p + k, (__m512i)_mm512_cvtne2ps_pbh(e[1], e[0]));
@@ -308,7 +321,7 @@ struct AmxPrefillTile {
                 accumulate_values(t, r0, padded);
             }
         }
-        if (w.partial) {  // split-K: the unnormalised state, merged by attention.cpp
+        if (w.partial) {  // split-K (items of at most kTileRows rows): the unnormalised state
             for (int64_t row = 0; row < num_rows; ++row) {
                 for (int64_t d = 0; d < D; d += 16)
                     _mm512_storeu_ps(w.partial + row * D + d, _mm512_load_ps(t.o + row * D + d));
@@ -347,6 +360,9 @@ int64_t attention_prefill_amx_scratch_floats(int64_t head_dim) {
 
 void attention_prefill_tile_amx(const AttentionArgs& args, const AttentionTile& tile, float* scratch) {
     LMRUN_CHECK(tile.kv_head_count == 1, "prefill tiles cover one KV head");
+    const int64_t rows = tile.num_tokens * (args.num_heads / args.cache.num_kv_heads);
+    LMRUN_CHECK(rows <= (tile.partial ? kTileRows : kAmxTileRows), "AMX prefill tile of %ld rows",
+                long(rows));
     const bool supported =
         dispatch_amx_head_dim(args.cache.head_dim, [&](auto t) { decltype(t)::run(args, tile, scratch); });
     LMRUN_CHECK(supported, "no AMX prefill tile for head_dim %ld", long(args.cache.head_dim));

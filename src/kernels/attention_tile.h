@@ -11,7 +11,10 @@
 
 namespace lmrun::kernels {
 
-inline constexpr int64_t kTileRows = 64;     // (token, head) rows per work item
+inline constexpr int64_t kTileRows = 64;  // (token, head) rows per work item
+// Rows per work item of the AMX prefill tiles when that still gives every thread work: each
+// item lays out its keys and values as tiles once, for four times the rows.
+inline constexpr int64_t kAmxTileRows = 256;
 inline constexpr int64_t kKeyChunk = 16;     // keys scored together (one 16-lane vector)
 inline constexpr int64_t kMaxHeadDim = 256;  // largest head_dim the scratch is sized for
 
