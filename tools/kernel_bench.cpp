@@ -106,14 +106,19 @@ void bench_linear(DType storage, bool quick) {
 void bench_attention(bool quick) {
     // Qwen3-0.6B: 16 query heads, 8 kv heads, head_dim 128, BF16 cache, block 16.
     std::printf("\n== paged attention (16 heads, 8 kv heads, d=128, BF16 cache) ==\n");
-    int64_t heads = 16, kv_heads = 8, dim = 128, block = 16;
-    for (auto [batch, q_len, context] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 1, 128},
-                                                                                           {8, 1, 128},
-                                                                                           {1, 1, 1024},
-                                                                                           {8, 1, 1024},
-                                                                                           {1, 1, 4096},
-                                                                                           {1, 512, 512},
-                                                                                           {1, 2048, 2048}}) {
+    int64_t heads = 16, kv_heads = 8, dim = 128;
+    // Block 16 (vLLM's default) and 256 (lmrun's): decode batches as lmrun bench runs them.
+    for (auto [batch, q_len, context, block] :
+         std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>{{1, 1, 128, 16},
+                                                                     {8, 1, 128, 16},
+                                                                     {32, 1, 128, 256},
+                                                                     {64, 1, 128, 256},
+                                                                     {1, 1, 1024, 16},
+                                                                     {8, 1, 1024, 16},
+                                                                     {8, 1, 4096, 256},
+                                                                     {1, 1, 4096, 16},
+                                                                     {1, 512, 512, 256},
+                                                                     {1, 2048, 2048, 256}}) {
         if (quick && q_len > 512) continue;
         int64_t blocks_per_seq = (context + block - 1) / block;
         int64_t num_blocks = batch * blocks_per_seq;
@@ -141,8 +146,8 @@ void bench_attention(bool quick) {
                             blocks_per_seq, cache, heads, 0.088f, out.data());
         });
         double kv_bytes = double(batch * context * kv_heads * dim * 2 * 2);
-        std::printf("batch %2ld q_len %4ld context %4ld: %8.3f ms  (KV read %.1f GB/s)\n", long(batch),
-                    long(q_len), long(context), t * 1e3, kv_bytes / t / 1e9);
+        std::printf("batch %2ld q_len %4ld context %4ld block %3ld: %8.3f ms  (KV read %.1f GB/s)\n",
+                    long(batch), long(q_len), long(context), long(block), t * 1e3, kv_bytes / t / 1e9);
     }
 }
 
