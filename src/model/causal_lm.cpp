@@ -1,8 +1,6 @@
 #include "model/causal_lm.h"
 
-#include <pthread.h>
-#include <sched.h>
-
+#include <chrono>
 #include <filesystem>
 #include <optional>
 
@@ -195,13 +193,17 @@ void CausalLM::start_packed_cache_write(const PackedCacheOptions& options, Packe
     for_each_packed([&](auto& layer) { weights.push_back(&layer.packed()); });
     packed_cache_write_done_ = false;
     packed_cache_writer_ = std::thread([this, options, key = std::move(key), weights = std::move(weights)] {
-        // SCHED_IDLE: the write takes only CPU time the engine leaves, so the first requests of
-        // a first start are as fast as without the cache; a process that ends waits for it at
-        // normal priority (finish_packed_cache_write).
-        const sched_param idle{};
-        pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+        // Paced by the engine: before every few MiB the writer waits while a forward pass
+        // runs, so the first requests of a first start are as fast as without the cache (a
+        // piece begun just before a pass delays it by a millisecond at most). A lower thread
+        // priority would do the same without the waits, but only root may raise it again for
+        // the wait at exit. Once the process waits for the file, it is written at once.
+        auto wait_while_computing = [this] {
+            while (computing_.load() > 0 && !packed_cache_write_urgent_.load())
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        };
         const Stopwatch clock;
-        Result<bool> stored = store_packed_cache(options, key, weights);
+        Result<bool> stored = store_packed_cache(options, key, weights, wait_while_computing);
         if (!stored.ok()) {
             log_warn("packed cache not written: {}", stored.error().message);
         } else if (stored.value()) {
@@ -214,12 +216,8 @@ void CausalLM::start_packed_cache_write(const PackedCacheOptions& options, Packe
 
 void CausalLM::finish_packed_cache_write() {
     if (!packed_cache_writer_.joinable()) return;
-    if (!packed_cache_write_done_) {
-        log_info("finishing the packed weight file for later starts");
-        // Waited for now: an idle-priority thread would wait for every other process's work.
-        const sched_param normal{};
-        pthread_setschedparam(packed_cache_writer_.native_handle(), SCHED_OTHER, &normal);
-    }
+    if (!packed_cache_write_done_) log_info("finishing the packed weight file for later starts");
+    packed_cache_write_urgent_ = true;
     packed_cache_writer_.join();
 }
 
@@ -372,6 +370,7 @@ Status CausalLM::load_weights(const Checkpoint& checkpoint) {
 
 void CausalLM::forward(const ForwardContext& context, std::span<const kernels::KvCacheLayer> kv_layers,
                        ActivationBuffers& buffers) const {
+    const ComputingMark computing(computing_);
     LMRUN_CHECK(context.num_padded_tokens <= buffers.max_num_tokens,
                 "step larger than the activation buffers");
     LMRUN_CHECK(kv_layers.size() == layers_.size(), "one KV cache layer per decoder layer");
@@ -386,6 +385,7 @@ void CausalLM::forward(const ForwardContext& context, std::span<const kernels::K
 
 void CausalLM::compute_logits(std::span<const int32_t> rows, ActivationBuffers& buffers,
                               LinearPath path) const {
+    const ComputingMark computing(computing_);
     ScopedOp scope(Op::LmHead);
     const int64_t num_rows = int64_t(rows.size());
     LMRUN_CHECK(num_rows <= buffers.max_num_logit_rows, "more logit rows than buffered");

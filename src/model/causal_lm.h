@@ -30,9 +30,9 @@ class CausalLM {
     // checkpoint stores in int8 (config.quantization) stay int8; `quantization` may quantize the
     // others at load (quantization_config.h). packed_cache.dir (when not empty): the packed linear
     // weights are mapped from a file there when one matches, else packed, and the file is written
-    // in the background (packed_cache_directory.h) by a thread that runs only when the CPUs are
-    // otherwise idle, so the first requests do not wait for it; a file that does not match is
-    // reported in one log line and rebuilt.
+    // in the background (packed_cache_directory.h) by a thread that pauses while forward passes
+    // run, so the first requests do not wait for it; a file that does not match is reported in
+    // one log line and rebuilt.
     static Result<std::unique_ptr<CausalLM>> load(const std::string& model_dir, const ModelConfig& config,
                                                   DType weight_dtype, const ParallelConfig& parallel = {},
                                                   const WeightQuantization& quantization = {},
@@ -102,6 +102,16 @@ class CausalLM {
     std::vector<float> rope_cos_sin_;  // [max_position, head_dim]
     std::thread packed_cache_writer_;  // reads the packed weights above: joined before they go
     std::atomic<bool> packed_cache_write_done_{true};
+    std::atomic<bool> packed_cache_write_urgent_{false};  // the process waits for the file: no pauses
+    // Forward passes and logit computations under way (the packed cache writer pauses for them).
+    mutable std::atomic<int> computing_{0};
+    struct ComputingMark {
+        explicit ComputingMark(std::atomic<int>& count) : count_(count) { count_.fetch_add(1); }
+        ~ComputingMark() { count_.fetch_sub(1); }
+        ComputingMark(const ComputingMark&) = delete;
+        ComputingMark& operator=(const ComputingMark&) = delete;
+        std::atomic<int>& count_;
+    };
 };
 
 }  // namespace lmrun

@@ -113,7 +113,8 @@ std::string packed_cache_dir_from_option(const std::string& option) {
 }
 
 Result<bool> store_packed_cache(const PackedCacheOptions& options, const PackedCacheKey& key,
-                                const std::vector<const kernels::LinearWeight*>& weights) {
+                                const std::vector<const kernels::LinearWeight*>& weights,
+                                const std::function<void()>& before_each_piece) {
     const std::string& dir = options.dir;
     std::error_code error;
     std::filesystem::create_directories(dir, error);
@@ -156,7 +157,7 @@ Result<bool> store_packed_cache(const PackedCacheOptions& options, const PackedC
         log_info("packed cache: {} not written: {}", key.path, why_not);
         return false;
     }
-    LMRUN_RETURN_IF_ERROR(write_packed_cache(key, weights));
+    LMRUN_RETURN_IF_ERROR(write_packed_cache(key, weights, before_each_piece));
     return true;
 }
 

@@ -36,7 +36,9 @@ std::string packed_cache_dir_from_option(const std::string& option);
 // Writes `weights` to key.path for options.dir's bound, under the directory's lock, after the
 // upkeep described above. True when written; false when a process wrote the same file
 // meanwhile, or when the bound or the free space leaves no room (said in one log line).
+// `before_each_piece` as in write_packed_cache.
 Result<bool> store_packed_cache(const PackedCacheOptions& options, const PackedCacheKey& key,
-                                const std::vector<const kernels::LinearWeight*>& weights);
+                                const std::vector<const kernels::LinearWeight*>& weights,
+                                const std::function<void()>& before_each_piece = {});
 
 }  // namespace lmrun

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 
 #include <fmt/format.h>
@@ -27,6 +28,8 @@ constexpr char kMagic[8] = {'L', 'M', 'R', 'U', 'N', 'P', 'W', '1'};
 constexpr uint64_t kRegionAlignment = uint64_t(2) << 20;  // each weight on its own 2 MiB boundary
 constexpr uint64_t kMaxIdentityBytes = uint64_t(1) << 20;
 constexpr uint64_t kMaxWeights = uint64_t(1) << 20;
+// Bytes written between two calls of the pacing hook (about a millisecond of copying).
+constexpr size_t kWritePieceBytes = size_t(4) << 20;
 // The identity line naming the model folder the file was made from (the directory's upkeep
 // removes files whose folder is gone).
 constexpr char kModelFolderLine[] = "model folder ";
@@ -272,8 +275,8 @@ Result<std::vector<kernels::LinearWeight>> read_packed_cache(const PackedCacheKe
     return weights;
 }
 
-Status write_packed_cache(const PackedCacheKey& key,
-                          const std::vector<const kernels::LinearWeight*>& weights) {
+Status write_packed_cache(const PackedCacheKey& key, const std::vector<const kernels::LinearWeight*>& weights,
+                          const std::function<void()>& before_each_piece) {
     const std::string& path = key.path;
     std::error_code error;
     std::filesystem::create_directories(std::filesystem::path(path).parent_path(), error);
@@ -299,8 +302,13 @@ Status write_packed_cache(const PackedCacheKey& key,
         const size_t tile_bytes = packed.tiles_nbytes();
         XXH3_state_t* state = XXH3_createState();
         XXH3_64bits_reset(state);
-        XXH3_64bits_update(state, packed.data, tile_bytes);
-        write_at(packed.data, tile_bytes, entries[i].offset);
+        const auto* tiles = static_cast<const unsigned char*>(packed.data);
+        for (size_t done = 0; done < tile_bytes && written; done += kWritePieceBytes) {
+            if (before_each_piece) before_each_piece();
+            const size_t piece = std::min(kWritePieceBytes, tile_bytes - done);
+            XXH3_64bits_update(state, tiles + done, piece);
+            write_at(tiles + done, piece, entries[i].offset + done);
+        }
         if (packed.dtype == DType::I8) {
             const size_t outputs = packed.padded_outputs();
             XXH3_64bits_update(state, packed.scales, outputs * sizeof(float));

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,9 +47,11 @@ Result<std::vector<kernels::LinearWeight>> read_packed_cache(const PackedCacheKe
                                                              const std::vector<PackedWeightShape>& shapes);
 
 // Writes `weights` (in the order read_packed_cache will expect them) to key.path, through a
-// temporary file renamed into place; creates the directory if missing.
-Status write_packed_cache(const PackedCacheKey& key,
-                          const std::vector<const kernels::LinearWeight*>& weights);
+// temporary file renamed into place; creates the directory if missing. `before_each_piece`
+// (when set) runs before every few MiB written: a writer in the background waits there while
+// the engine computes.
+Status write_packed_cache(const PackedCacheKey& key, const std::vector<const kernels::LinearWeight*>& weights,
+                          const std::function<void()>& before_each_piece = {});
 
 // The identity text of the file at `path` (its header checked, not its weights): what it was
 // made from. NotFound or Corrupt as read_packed_cache.
