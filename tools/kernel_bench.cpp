@@ -83,9 +83,15 @@ void bench_linear(DType storage, bool quick) {
                 linear_onednn(x.data(), rows, weight_for_call(), nullptr, y.data());
             })
                                       : 0;
-            bool has_gemm = storage == DType::BF16 && kernel_isa() >= Isa::Avx512Bf16;
+            // The GEMM of this ISA level: AVX512_BF16 (BF16 weights), or AVX2 (more than 4 rows).
+            const bool avx2_gemm = kernel_isa() == Isa::Avx2 && rows > 4;
+            bool has_gemm = (storage == DType::BF16 && kernel_isa() >= Isa::Avx512Bf16) || avx2_gemm;
             double gemm_s = has_gemm ? seconds_per_call([&] {
-                linear_gemm_bf16_avx512(x.data(), rows, weight_for_call().packed(), nullptr, y.data());
+                if (avx2_gemm) {
+                    linear_gemm_avx2(x.data(), rows, weight_for_call().packed(), nullptr, y.data());
+                } else {
+                    linear_gemm_bf16_avx512(x.data(), rows, weight_for_call().packed(), nullptr, y.data());
+                }
             })
                                      : 0;
             bool has_amx = storage == DType::BF16 && kernel_isa() == Isa::AmxBf16 && rows > 4;

@@ -147,6 +147,8 @@ void linear_allocation_free(const float* x, int64_t num_rows, const LinearWeight
         if (kernel_isa() == Isa::AmxBf16) return linear_gemm_bf16_amx(x, num_rows, w, bias, y);
         return linear_gemm_bf16_avx512(x, num_rows, w, bias, y);
     }
+    if (kernel_isa() == Isa::Avx2 && num_rows >= kAvx2GemmMinRows)
+        return linear_gemm_avx2(x, num_rows, w, bias, y);
     auto gemv = kernel_isa() >= Isa::Avx512 ? linear_gemv_avx512 : linear_gemv_avx2;
     gemv(x, num_rows, w, bias, y);
 }
@@ -160,6 +162,9 @@ void linear(const float* x, int64_t num_rows, const LinearWeight& weight, const 
     if (bf16_gemm_applies(w, num_rows) && kernel_isa() != Isa::AmxBf16 && num_rows <= kMaxOnednnRows) {
         return linear_gemm_bf16_avx512(x, num_rows, w, bias, y);
     }
+    // oneDNN has no BF16 kernel on AVX2 (its F32 GEMM serves F32 weights there).
+    if (kernel_isa() == Isa::Avx2 && w.dtype == DType::BF16 && num_rows >= kAvx2GemmMinRows)
+        return linear_gemm_avx2(x, num_rows, w, bias, y);
     // oneDNN primitives are compiled per row count, so prefill lengths are split into
     // power-of-two pieces (8..kMaxOnednnRows) plus a remainder: at most ~10 cached primitives
     // per weight whatever the prompt lengths, instead of one per distinct length.

@@ -65,12 +65,17 @@ class LinearWeight {
 // more go to oneDNN (BF16 activations for BF16 weights). Measured crossover on the LM head:
 // 4 rows GEMV ~10 GB/s vs oneDNN ~8; 8 rows GEMV ~4 vs oneDNN ~5.6 (FMA-bound by then).
 inline constexpr int64_t kGemvMaxRows = 4;
+// From this many rows the AVX2 GEMM (each weight tile read once per call) beats the GEMV, which
+// walks the weights once per 8 rows (kernel_bench, 2 threads: 0.85x at 8 rows, 1.3x at 16, 1.9x
+// for the LM head at 64).
+inline constexpr int64_t kAvx2GemmMinRows = 9;
 
 // Dispatches on num_rows and kernel_isa(); y must not alias x. After one warm-up call with a
 // given num_rows, the GEMV path (num_rows <= kGemvMaxRows) performs no heap allocation; the
 // oneDNN path (more rows, split into power-of-two pieces of 8..512 rows plus a remainder)
 // reuses cached primitives, memory objects and scratch buffers (oneDNN itself may allocate its
-// small argument map per execute).
+// small argument map per execute). On AVX2, BF16 weights with kAvx2GemmMinRows rows or more go
+// to our AVX2 GEMM instead (oneDNN has no BF16 kernel there), which never allocates.
 void linear(const float* x, int64_t num_rows, const LinearWeight& weight, const float* bias, float* y);
 // The GEMV path for any num_rows: F32 activations, never allocates (oneDNN builds an argument
 // map per call), used where a step must not allocate (decode plans).

@@ -62,6 +62,9 @@ inline int64_t packed_offset(const PackedLinear& w, int64_t n, int64_t k) {
 // y[num_rows, out] = x[num_rows, in] · Wᵀ + bias, any num_rows (best for few rows).
 void linear_gemv_avx2(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y);
 void linear_gemv_avx512(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y);
+// AVX2 GEMM for BF16 or F32 weights and many rows (each weight tile read once per call, x in
+// F32): prefill and batched decode where there is no BF16 dot product. Allocation-free.
+void linear_gemm_avx2(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y);
 // BF16 weights only, needs AVX512_BF16: x is rounded to BF16 (as oneDNN does), F32 sums; for
 // the many-row batches of decode. Allocates only when num_rows grows past what it has seen, or
 // past what reserve_linear_workspace() prepared on the calling thread.
