@@ -27,8 +27,7 @@ if [ ${#targets[@]} -eq 0 ]; then
     for source in tests/fuzz/*_fuzz.cpp; do targets+=("$(basename "$source" .cpp)"); done
 fi
 
-# Cutting Qwen3's tokenizer.json down under ASan takes a while (~35 s of CPU): the seeds are
-# written again only when make_fuzz_seeds changed.
+# The seeds (~1 s to write) are written again only when make_fuzz_seeds changed.
 if [ ! -f "$build/fuzz-seeds/.written" ] || [ "$build/make_fuzz_seeds" -nt "$build/fuzz-seeds/.written" ]; then
     rm -rf "$build/fuzz-seeds"
     "$build/make_fuzz_seeds" "$build/fuzz-seeds" >/dev/null
