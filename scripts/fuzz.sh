@@ -3,7 +3,7 @@
 # runs each for a fixed time of one core, as many at once as there are cores, then prints per
 # target the corpus size, executions per second and crashes found.
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (default 600 s, every target)
-#        scripts/fuzz.sh 30                                  (what scripts/test.sh runs in CI)
+#        scripts/fuzz.sh 10                                  (what scripts/test.sh runs in CI)
 # The corpus grows across runs in build-fuzz/fuzz-corpus/<target>; seeds are generated from
 # ../shared/testdata (build-fuzz/fuzz-seeds) plus tests/fuzz/seeds/<target>.
 # Crashing inputs land in build-fuzz/fuzz-crashes/<target>/; the script then exits 1.

@@ -8,7 +8,7 @@
 #   lint      clang-tidy-16 over src/ (.clang-tidy), in unity batches (scripts/run_clang_tidy.sh)
 #   sanitize  the unit tests that exercise memory, built with AddressSanitizer + UBSan (build-asan/;
 #             which tests, and why: CMakeLists.txt, LMRUN_SANITIZE_TEST_SOURCES)
-#   fuzz      every libFuzzer target for 30 s under ASan/UBSan (scripts/fuzz.sh, build-fuzz/; a
+#   fuzz      every libFuzzer target for 10 s under ASan/UBSan (scripts/fuzz.sh, build-fuzz/; a
 #             smoke run on every change: scripts/fuzz.sh 600 is the long one)
 # Usage: scripts/test.sh                 every stage
 #        scripts/test.sh build test      only these stages (deps always runs first)
@@ -60,7 +60,7 @@ stage_sanitize() {
 
 # Each target for a fixed time; a crash fails the run and leaves the input in
 # build-fuzz/fuzz-crashes/<target>/.
-stage_fuzz() { bash scripts/fuzz.sh "${LMRUN_FUZZ_SECONDS:-30}"; }
+stage_fuzz() { bash scripts/fuzz.sh "${LMRUN_FUZZ_SECONDS:-10}"; }
 
 stages=("$@")
 if ((${#stages[@]} == 0)); then
