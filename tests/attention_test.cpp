@@ -274,9 +274,11 @@ TEST(StoreKvCache, QuantizesEachTokenAndHeadWithItsOwnScale) {
         }
         // The outlier sets the scale: it is stored near the top of the code range.
         EXPECT_GE(kv_byte_value(dtype, k_mem[6 * row + dim + 2]), dtype == DType::I8 ? 127.0f : 256.0f);
-        for (size_t i = 0; i < k_scale.size(); ++i)
-            if (i != 6 * heads && i != 6 * heads + 1)
+        for (size_t i = 0; i < k_scale.size(); ++i) {
+            if (i != 6 * heads && i != 6 * heads + 1) {
                 EXPECT_EQ(k_scale[i], -1.0f) << i;  // padding wrote nothing
+            }
+        }
     }
 }
 

@@ -12,30 +12,28 @@
 #include "kernels/attention_tile.h"
 #include "kernels/kv_quantize.h"
 #include "kernels/linear_amx.h"
+#include "kernels/thread_buffer.h"
 
 namespace lmrun::kernels {
 namespace {
 
 // Per-thread scratch, grown once to the largest head_dim seen; no allocation afterwards.
+struct TileScratch;
 float* thread_scratch(int64_t num_floats) {
-    thread_local std::vector<float> scratch;
-    if (int64_t(scratch.size()) < num_floats) scratch.resize(size_t(num_floats));
-    return scratch.data();
+    return thread_buffer<TileScratch, float>(size_t(num_floats)).data();
 }
 
 // Split-K partial results, owned by the calling thread and grown once, like the scratch.
+struct SplitPartials;
 float* partial_buffer(int64_t num_floats) {
-    thread_local std::vector<float> partials;
-    if (int64_t(partials.size()) < num_floats) partials.resize(size_t(num_floats));
-    return partials.data();
+    return thread_buffer<SplitPartials, float>(size_t(num_floats)).data();
 }
 
 // tile_starts[s] = index of sequence s's first query tile; tile_starts[num_seqs] = total tiles.
 // Grown once per thread, like the scratch.
+struct TileStarts;
 std::vector<int64_t>& tile_start_buffer(int64_t count) {
-    thread_local std::vector<int64_t> tile_starts;
-    if (int64_t(tile_starts.size()) < count) tile_starts.resize(size_t(count));
-    return tile_starts;
+    return thread_buffer<TileStarts, int64_t>(size_t(count));
 }
 
 const std::vector<int64_t>& plan_tiles(const AttentionArgs& a, int64_t num_seqs, int64_t tokens_per_tile) {

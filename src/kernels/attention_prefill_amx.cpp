@@ -325,8 +325,7 @@ struct AmxPrefillTile {
             for (int64_t row = 0; row < num_rows; ++row) {
                 for (int64_t d = 0; d < D; d += 16)
                     _mm512_storeu_ps(w.partial + row * D + d, _mm512_load_ps(t.o + row * D + d));
-                w.partial[kTileRows * D + row] = t.m[row];
-                w.partial[kTileRows * D + kTileRows + row] = t.l[row];
+                store_partial_softmax_state(w.partial, D, row, t.m[row], t.l[row]);
             }
             return;
         }

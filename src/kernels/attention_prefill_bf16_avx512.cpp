@@ -6,9 +6,11 @@
 // widening. q and p are rounded to BF16, sums are F32 (as in the decode tile).
 // Measured (kernel_bench, 16 heads, d=128, 2 threads, per layer): a 512-token prompt 12.5 -> 6-8 ms,
 // 2048 tokens ~150 -> 88-100 ms, against the F32 tile it replaces.
-// GCC 12 reports _mm512_undefined_ps() inside its own intrinsics as maybe-uninitialized.
+// GCC 12 reports _mm512_undefined_ps() inside its own intrinsics as maybe-uninitialized, and
+// in the lane reductions (_mm512_reduce_*_ps) as uninitialized.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 #include <immintrin.h>
@@ -180,8 +182,7 @@ struct PrefillTile {
         if (w.partial) {  // split-K: the unnormalised state, merged by attention.cpp
             for (int64_t row = 0; row < num_rows; ++row) {
                 store_bf16_pv_row(t.o + row * D, D, 1.0f, w.partial + row * D);
-                w.partial[kTileRows * D + row] = t.m[row];
-                w.partial[kTileRows * D + kTileRows + row] = t.l[row];
+                store_partial_softmax_state(w.partial, D, row, t.m[row], t.l[row]);
             }
             return;
         }

@@ -53,6 +53,13 @@ inline int64_t attention_partial_floats(int64_t head_dim) {
     return kTileRows * (head_dim + 2);
 }
 
+// The running max `m` and sum `l` of a row's softmax in the partial layout above (the row's o is
+// the tile's own to store: each tile keeps it in its own form).
+inline void store_partial_softmax_state(float* partial, int64_t head_dim, int64_t row, float m, float l) {
+    partial[kTileRows * head_dim + row] = m;
+    partial[kTileRows * head_dim + kTileRows + row] = l;
+}
+
 // Floats of per-thread scratch a tile function needs.
 inline int64_t attention_scratch_floats(int64_t head_dim) {
     return 2 * kTileRows * head_dim + 2 * kTileRows + head_dim + kKeyChunk * head_dim + kTileRows * kKeyChunk;

@@ -153,10 +153,8 @@ void attention_tile(const Ops& ops, const AttentionArgs& a, const AttentionTile&
     if (w.partial) {
         float* partial = w.partial;
         for (int64_t i = 0; i < num_rows * head_dim; ++i) partial[i] = t.o[i];
-        for (int64_t row = 0; row < num_rows; ++row) {
-            partial[kTileRows * head_dim + row] = t.m[row];
-            partial[kTileRows * head_dim + kTileRows + row] = t.l[row];
-        }
+        for (int64_t row = 0; row < num_rows; ++row)
+            store_partial_softmax_state(partial, head_dim, row, t.m[row], t.l[row]);
         return;
     }
     for (int64_t row = 0; row < num_rows; ++row) {

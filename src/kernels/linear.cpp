@@ -13,6 +13,7 @@
 #include "kernels/linear_onednn.h"
 #include "kernels/linear_weight_builder.h"
 #include "kernels/linear_weight_state.h"
+#include "kernels/thread_buffer.h"
 
 namespace lmrun::kernels {
 
@@ -99,26 +100,21 @@ void linear_int8(const float* x, int64_t num_rows, const PackedLinear& w, const 
 
 }  // namespace
 
+struct GemmBf16X;
+struct Int8X;
+struct Int8XScales;
+struct Int8Sums;
 uint16_t* gemm_bf16_x_buffer(size_t count) {
-    thread_local std::vector<uint16_t> buffer;
-    if (buffer.size() < count) buffer.resize(count);
-    return buffer.data();
+    return thread_buffer<GemmBf16X, uint16_t>(count).data();
 }
-
 uint8_t* int8_x_buffer(size_t count) {
-    thread_local std::vector<uint8_t> buffer;
-    if (buffer.size() < count) buffer.resize(count);
-    return buffer.data();
+    return thread_buffer<Int8X, uint8_t>(count).data();
 }
 float* int8_x_scale_buffer(size_t count) {
-    thread_local std::vector<float> buffer;
-    if (buffer.size() < count) buffer.resize(count);
-    return buffer.data();
+    return thread_buffer<Int8XScales, float>(count).data();
 }
 int32_t* int8_sum_buffer(size_t count) {
-    thread_local std::vector<int32_t> buffer;
-    if (buffer.size() < count) buffer.resize(count);
-    return buffer.data();
+    return thread_buffer<Int8Sums, int32_t>(count).data();
 }
 
 void reserve_linear_workspace(const LinearWeight& weight, int64_t max_rows) {

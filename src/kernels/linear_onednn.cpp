@@ -10,6 +10,7 @@
 #include "core/check.h"
 #include "core/dtype.h"
 #include "core/parallel.h"
+#include "kernels/thread_buffer.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -30,10 +31,9 @@ dnnl::stream& thread_stream() {
 
 // Activations rounded to BF16 for the BF16×BF16 matmul; shared by all weights of a thread and
 // grown to the largest num_rows × in_features seen, so steady-state calls do not allocate.
+struct OnednnXBf16;
 std::vector<uint16_t>& thread_x_bf16(size_t count) {
-    thread_local std::vector<uint16_t> buffer;
-    if (buffer.size() < count) buffer.resize(count);
-    return buffer;
+    return thread_buffer<OnednnXBf16, uint16_t>(count);
 }
 
 void convert_rows_to_bf16(const float* x, size_t count, uint16_t* out) {
