@@ -144,7 +144,9 @@ TEST(GrammarMatcher, MasksEqualBruteForceAlongRandomGenerations) {
                     ASSERT_TRUE(matcher.accept_token(token));
                     generated += vocabulary->token_bytes(token);
                 }
-                if (matcher.is_terminated()) EXPECT_TRUE(reference_matches(*grammar, generated)) << generated;
+                if (matcher.is_terminated()) {
+                    EXPECT_TRUE(reference_matches(*grammar, generated)) << generated;
+                }
             }
         }
     }

@@ -106,6 +106,10 @@ TEST(JsonSchemaConverter, AcceptsHandWrittenInstances) {
         {R"({"type": "object"})", R"({"any": [1, {"b": null}], "c": true})"},
         {R"({"$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"})",
          "[[], [[[]]]]"},
+        // JSON Pointer escapes in $ref (RFC 6901): ~1 is '/', ~0 is '~', "~01" is "~1".
+        {R"({"$defs": {"a/b": {"type": "integer"}}, "$ref": "#/$defs/a~1b"})", "42"},
+        {R"({"$defs": {"c~d": {"type": "string"}}, "$ref": "#/$defs/c~0d"})", R"("x")"},
+        {R"({"$defs": {"~1": {"type": "boolean"}}, "$ref": "#/$defs/~01"})", "true"},
     };
     for (const auto& [schema_text, instance] : cases) {
         auto compiled = compile_schema(Json::parse(schema_text));

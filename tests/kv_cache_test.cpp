@@ -127,7 +127,9 @@ TEST(KvCache, LayersAndScalesAreDisjointViews) {
         }
         const char* previous_end = nullptr;
         for (const auto& [begin, end] : ranges) {  // sorted by start: no overlaps
-            if (previous_end) EXPECT_GE(begin, previous_end);
+            if (previous_end) {
+                EXPECT_GE(begin, previous_end);
+            }
             previous_end = end;
         }
         const char* first = ranges.begin()->first;

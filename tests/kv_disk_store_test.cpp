@@ -291,7 +291,9 @@ TEST(KvDiskStore, RandomFilesNeverCrashAndAreMisses) {
         Payload read(kSizes, 18);
         const bool hit = get_block(*store, {5, i}, read);
         num_hits += hit;
-        if (hit) EXPECT_EQ(read.parts, valid.parts);  // only possible if the damage undid itself
+        if (hit) {
+            EXPECT_EQ(read.parts, valid.parts);
+        }  // only possible if the damage undid itself
     }
     EXPECT_EQ(num_hits, 0);
     // Garbage under other names (and directories) does not disturb puts or the bound.

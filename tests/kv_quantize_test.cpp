@@ -41,7 +41,9 @@ TEST(KvQuantize, MatchesScalarTwinAndDecodesWithinPrecision) {
                                            : std::max(std::fabs(row[d]) / 16, std::ldexp(got_scale, -10));
                     ASSERT_NEAR(back, row[d], tolerance * 1.001f + 1e-30f) << d;
                 }
-                if (trial == 5) EXPECT_EQ(got_scale, 0.0f);
+                if (trial == 5) {
+                    EXPECT_EQ(got_scale, 0.0f);
+                }
             }
         }
     }

@@ -58,7 +58,7 @@ TEST(Sampler, SameSeedAndStepGiveTheSameTokenInAnyBatch) {
     for (int row = 0; row < 8; ++row) {
         auto other = row == 5 ? logits : random_logits(500, 100 + row);
         batch.insert(batch.end(), other.begin(), other.end());
-        batch_inputs[row] = SamplingInputs{1.0f};
+        batch_inputs[row].temperature = 1.0f;
         batch_inputs[row].seed = uint64_t(row);
         if (row == 5) batch_inputs[row] = inputs;
     }

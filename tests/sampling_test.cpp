@@ -71,7 +71,9 @@ TEST(Softmax, EveryPathMatchesReference) {
                     total += got[i];
                 }
                 EXPECT_NEAR(total, 1.0, 1e-5) << name;
-                if (vocab > 5) EXPECT_EQ(got[2], 0.0f) << name;
+                if (vocab > 5) {
+                    EXPECT_EQ(got[2], 0.0f) << name;
+                }
             }
         }
     }

@@ -114,9 +114,11 @@ class SchemaConverter {
             if (ref[pos] != '/') return error(path, "malformed $ref \"{}\"", ref);
             size_t next = ref.find('/', pos + 1);
             if (next == std::string::npos) next = ref.size();
-            std::string token = ref.substr(pos + 1, next - pos - 1);
-            for (size_t i; (i = token.find("~1")) != std::string::npos;) token.replace(i, 2, "/");
-            for (size_t i; (i = token.find("~0")) != std::string::npos;) token.replace(i, 2, "~");
+            std::string token;  // the reference token with ~1 and ~0 unescaped (RFC 6901)
+            for (size_t k = pos + 1; k < next; ++k) {
+                const bool escape = ref[k] == '~' && k + 1 < next && (ref[k + 1] == '0' || ref[k + 1] == '1');
+                token += escape ? (ref[++k] == '1' ? '/' : '~') : ref[k];
+            }
             if (node->is_object() && node->contains(token)) {
                 node = &(*node)[token];
             } else if (node->is_array() && !token.empty() &&

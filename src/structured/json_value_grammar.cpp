@@ -138,7 +138,8 @@ ExprId JsonValueGrammar::nonneg_range(uint64_t lo, uint64_t hi) {
     const std::string b = std::to_string(hi);
     while (a.size() < b.size()) {
         alternatives.push_back(same_length_range(a, pow10_minus_one(a.size())));
-        a = "1" + std::string(a.size(), '0');
+        a.assign(a.size() + 1, '0');  // the next power of ten
+        a[0] = '1';
     }
     alternatives.push_back(same_length_range(a, b));
     return grammar_.choice(std::move(alternatives));

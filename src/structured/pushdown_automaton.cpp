@@ -6,7 +6,10 @@
 #include "structured/nfa_builder.h"
 
 namespace lmrun::structured {
-namespace {
+// Named, not anonymous: AutomatonBuilder (the automaton's friend, so of external linkage) holds
+// these as members, which GCC warns about when the types have internal linkage (-Wsubobject-linkage,
+// seen in unity builds).
+namespace automaton_builder_detail {
 
 struct VectorHash {
     size_t operator()(const std::vector<int32_t>& v) const {
@@ -36,7 +39,10 @@ struct NfaIndex {
     }
 };
 
-}  // namespace
+}  // namespace automaton_builder_detail
+
+using automaton_builder_detail::NfaIndex;
+using automaton_builder_detail::VectorHash;
 
 // Determinizes the rule NFAs into the automaton's tables, then trims it.
 class AutomatonBuilder {

@@ -28,8 +28,9 @@ class HttpServerTest : public ::testing::Test {
 
     void SetUp() override {
         std::unique_ptr<LLMEngine> llm_engine = testing::make_stories_engine();
-        ModelInfo info{"stories", "unused", llm_engine->max_model_len(),
-                       llm_engine->model_config().vocab_size, 0};
+        ModelInfo info{
+            "stories", "unused", llm_engine->max_model_len(), llm_engine->model_config().vocab_size, 0, "",
+            "",        false};
         prompts_ = std::make_unique<PromptProcessor>(llm_engine->tokenizer(), std::nullopt, info);
         metrics_ = std::make_unique<ServerMetrics>("stories");
         engine_ = std::make_unique<AsyncEngine>(std::move(llm_engine), AsyncEngineOptions{8, 8}, *metrics_);

@@ -322,7 +322,9 @@ TEST_F(TransportTest, StopReleasesSuspendedExchangesAndClosesSlowClients) {
     ASSERT_TRUE(wait_for_waiting(1));
     transport_->stop();
     const std::string response = waiting.read_response(10);
-    if (!response.empty()) EXPECT_EQ(status_of(response), 503) << response;  // or closed before it was sent
+    if (!response.empty()) {
+        EXPECT_EQ(status_of(response), 503) << response;
+    }  // or closed before it was sent
     EXPECT_TRUE(waiting.closed_by_server(10));
     EXPECT_TRUE(slow.closed_by_server(10));
     waiting_[0]->respond(text_response(200, "too late"));  // ignored: the exchange ended

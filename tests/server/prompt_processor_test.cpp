@@ -18,7 +18,7 @@ class PromptProcessorTest : public ::testing::Test {
 
     PromptProcessor make(std::optional<ChatTemplate> chat_template = std::nullopt) const {
         return PromptProcessor(tokenizer_.get(), std::move(chat_template),
-                               ModelInfo{"stories", "dir", 512, 512, 0});
+                               ModelInfo{"stories", "dir", 512, 512, 0, "", "", false});
     }
 
     std::unique_ptr<Tokenizer> tokenizer_;
@@ -142,7 +142,7 @@ TEST_F(PromptProcessorTest, TokenTexts) {
     std::string joined;
     for (int32_t id : golden.output_ids) joined += prompts.token_text(id);
     EXPECT_EQ(joined, golden.output_text);
-    PromptProcessor no_tokenizer(nullptr, std::nullopt, ModelInfo{"m", "d", 512, 512, 0});
+    PromptProcessor no_tokenizer(nullptr, std::nullopt, ModelInfo{"m", "d", 512, 512, 0, "", "", false});
     EXPECT_EQ(no_tokenizer.token_text(5), "token_id:5");
     std::vector<int32_t> ids;
     EXPECT_TRUE(no_tokenizer.encode_prompt(PromptInput{"text", {}, false}, true, ids));

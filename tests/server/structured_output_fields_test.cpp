@@ -25,7 +25,7 @@ TEST(StructuredOutputFields, EverySpellingGivesTheConstraint) {
     const char* schema =
         R"({"type": "object", "properties": {"b": {"type": "integer"}, "a": {"type": "string"}}})";
     for (
-        const std::string body :
+        const std::string& body :
         {std::string(
              R"({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "strict": true, "schema": )") +
              schema + "}}}",
