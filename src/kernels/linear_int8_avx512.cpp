@@ -5,9 +5,11 @@
 //    (24 accumulators) per call, so each weight vector loaded feeds 6 instructions.
 //  - AVX-512BW without VNNI: the AVX2 sign trick on 64-byte vectors (AVX-512 has no vpsignb:
 //    a masked subtract negates the weight bytes where x is negative).
-// GCC 12 reports _mm512_undefined_ps() inside its own intrinsics as maybe-uninitialized.
+// GCC 12 reports _mm512_undefined_ps() inside its own intrinsics as maybe-uninitialized (and,
+// at -Og as in the sanitizer build, as uninitialized).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 #include <immintrin.h>
