@@ -96,7 +96,7 @@ void merge_splits(const AttentionArgs& a, const AttentionTile& tile, const float
     const int64_t group = a.num_heads / a.cache.num_kv_heads;
     const int64_t rows_per_token = group * tile.kv_head_count;
     const int64_t stride = attention_partial_floats(head_dim);
-    const int64_t m_at = kTileRows * head_dim, l_at = m_at + kTileRows;
+    const int64_t m_at = partial_m_offset(head_dim), l_at = m_at + kTileRows;
     for (int64_t row = 0; row < tile.num_tokens * rows_per_token; ++row) {
         float max = -INFINITY;
         for (int64_t s = 0; s < splits; ++s) max = std::max(max, partials[s * stride + m_at + row]);

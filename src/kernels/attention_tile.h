@@ -53,11 +53,16 @@ inline int64_t attention_partial_floats(int64_t head_dim) {
     return kTileRows * (head_dim + 2);
 }
 
+// Where the rows' m start in the partial layout above; their l follow, kTileRows later.
+inline int64_t partial_m_offset(int64_t head_dim) {
+    return kTileRows * head_dim;
+}
+
 // The running max `m` and sum `l` of a row's softmax in the partial layout above (the row's o is
 // the tile's own to store: each tile keeps it in its own form).
 inline void store_partial_softmax_state(float* partial, int64_t head_dim, int64_t row, float m, float l) {
-    partial[kTileRows * head_dim + row] = m;
-    partial[kTileRows * head_dim + kTileRows + row] = l;
+    partial[partial_m_offset(head_dim) + row] = m;
+    partial[partial_m_offset(head_dim) + kTileRows + row] = l;
 }
 
 // Floats of per-thread scratch a tile function needs.
