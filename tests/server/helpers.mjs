@@ -2,8 +2,8 @@
 // integration tests and stops them again. LMRUN_BIN names the binary (CTest sets it; default
 // build/lmrun), LMRUN_TESTDATA the shared test data (default ../shared/testdata
 // beside the source tree). LMRUN_SERVE_ARGS adds arguments to every server the
-// tests start (CTest runs the suite again with "-tp 2": tensor parallelism), unless
-// a test chose its own -tp.
+// tests start, unless a test chose its own -tp (CTest runs the suites whose requests
+// reach the model again with "-tp 2": tensor parallelism; CMakeLists.txt lists them).
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';

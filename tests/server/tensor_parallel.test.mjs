@@ -1,8 +1,8 @@
 // `lmrun serve -tp 2` when a rank dies, on both backends: a worker killed during generation
 // ends every request in flight with an error (mp: error responses; mpi: mpirun aborts the
 // job, so the connections close), /health stops answering 200 and the server exits non-zero
-// within 5 s; rank 0 killed takes its worker with it within 5 s. (The rest of the suite runs
-// against -tp 2 as a second CTest entry, see helpers.mjs.)
+// within 5 s; rank 0 killed takes its worker with it within 5 s. (The suites whose requests
+// reach the model run against -tp 2 as a second CTest entry, see helpers.mjs.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
