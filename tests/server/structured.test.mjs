@@ -148,46 +148,42 @@ test('structured_outputs, guided_* and json_object on both endpoints', async () 
 });
 
 test('tool_choice required and named: tool_calls parse, arguments validate, finish_reason tool_calls', async () => {
-  const cases = [];
   for (const stream of [false, true]) {
     for (const [tool_choice, parallel] of [['required', true], ['required', false],
       [{ type: 'function', function: { name: 'get_time' } }, true]]) {
-      for (const seed of [1, 2]) cases.push({ stream, tool_choice, parallel, seed });
+      for (const seed of [1, 2]) {
+        const body = {
+          model: 'qwen3-tiny', messages: userTurn, temperature: 1, seed, max_tokens: 600, ...noThinking,
+          tools: [weatherTool, timeTool], tool_choice, parallel_tool_calls: parallel, stream,
+        };
+        let calls;
+        let finishReason;
+        if (stream) {
+          const collected = await collectStream(await client.chat.completions.create(body));
+          calls = collected.toolCalls.map((c) => ({ id: c.id, function: { name: c.name, arguments: c.arguments } }));
+          finishReason = collected.finishReason;
+          assert.equal(collected.content, '');
+        } else {
+          const response = await client.chat.completions.create(body);
+          const message = response.choices[0].message;
+          assert.equal(message.content, null);
+          calls = message.tool_calls;
+          finishReason = response.choices[0].finish_reason;
+          for (const call of calls) assert.equal(call.type, 'function');
+        }
+        const label = `${JSON.stringify(tool_choice)} parallel=${parallel} stream=${stream} seed=${seed}`;
+        assert.equal(finishReason, 'tool_calls', label);
+        assert.ok(calls.length >= 1, label);
+        if (!parallel || typeof tool_choice === 'object') assert.equal(calls.length, 1, label);
+        if (typeof tool_choice === 'object') assert.equal(calls[0].function.name, 'get_time');
+        assert.equal(new Set(calls.map((c) => c.id)).size, calls.length, 'ids are distinct');
+        for (const call of calls) {
+          assert.match(call.id, /^call_[0-9a-f]{24}$/);
+          assertValid(parametersOf[call.function.name], call.function.arguments, label);
+        }
+      }
     }
   }
-  // All at once, as concurrent clients send them: the engine decodes them in one batch, each
-  // under its own constraint.
-  await Promise.all(cases.map(async ({ stream, tool_choice, parallel, seed }) => {
-    const body = {
-      model: 'qwen3-tiny', messages: userTurn, temperature: 1, seed, max_tokens: 600, ...noThinking,
-      tools: [weatherTool, timeTool], tool_choice, parallel_tool_calls: parallel, stream,
-    };
-    let calls;
-    let finishReason;
-    if (stream) {
-      const collected = await collectStream(await client.chat.completions.create(body));
-      calls = collected.toolCalls.map((c) => ({ id: c.id, function: { name: c.name, arguments: c.arguments } }));
-      finishReason = collected.finishReason;
-      assert.equal(collected.content, '');
-    } else {
-      const response = await client.chat.completions.create(body);
-      const message = response.choices[0].message;
-      assert.equal(message.content, null);
-      calls = message.tool_calls;
-      finishReason = response.choices[0].finish_reason;
-      for (const call of calls) assert.equal(call.type, 'function');
-    }
-    const label = `${JSON.stringify(tool_choice)} parallel=${parallel} stream=${stream} seed=${seed}`;
-    assert.equal(finishReason, 'tool_calls', label);
-    assert.ok(calls.length >= 1, label);
-    if (!parallel || typeof tool_choice === 'object') assert.equal(calls.length, 1, label);
-    if (typeof tool_choice === 'object') assert.equal(calls[0].function.name, 'get_time');
-    assert.equal(new Set(calls.map((c) => c.id)).size, calls.length, 'ids are distinct');
-    for (const call of calls) {
-      assert.match(call.id, /^call_[0-9a-f]{24}$/);
-      assertValid(parametersOf[call.function.name], call.function.arguments, label);
-    }
-  }));
 });
 
 test('tool_choice auto with the hermes parser: a <tool_call> block becomes tool_calls, other text stays content', async () => {
