@@ -7,6 +7,7 @@
 // 1000 ids; jinja: the Qwen3 chat template; request: chat requests from the chat-template
 // goldens and a few completion requests.
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -166,10 +167,23 @@ int main(int argc, char** argv) {
         return 1;
     }
     const fs::path out = argv[1];
-    safetensors_seeds(out);
-    config_seeds(out);
-    tokenizer_seeds(out);
-    jinja_seeds(out);
-    request_seeds(out);
+    // The seeds come from the shared test data beside the checkout: without it every target would
+    // start from nothing, so say where it was looked for and stop.
+    const std::string testdata = testdata_path("");
+    if (!fs::is_directory(testdata)) {
+        std::fprintf(stderr, "make_fuzz_seeds: no test data at %s (../shared/testdata beside the checkout)\n",
+                     testdata.c_str());
+        return 1;
+    }
+    try {
+        safetensors_seeds(out);
+        config_seeds(out);
+        tokenizer_seeds(out);
+        jinja_seeds(out);
+        request_seeds(out);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "make_fuzz_seeds: %s (test data in %s)\n", e.what(), testdata.c_str());
+        return 1;
+    }
     return 0;
 }
