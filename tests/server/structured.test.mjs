@@ -5,10 +5,11 @@
 // (tests/structured/validate_json.py, python3-jsonschema).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { startServer, qwen3TinyDir, qwen3TokenizerDir } from './helpers.mjs';
@@ -17,18 +18,23 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const structuredDir = path.resolve(here, '..', 'structured');
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'lmrun-structured-'));
 
-// [{schema, text}] -> [{valid, error}] from python3-jsonschema.
-function validate(records) {
+// [{schema, text}] -> [{valid, error}] from python3-jsonschema. Asynchronous: a synchronous
+// child process blocks the event loop, and keep-alive connections the client holds meanwhile
+// can pass the server's idle timeout unnoticed (the next request on one then fails with
+// "other side closed"); one run per batch, not per output, for the same reason and for time.
+async function validate(records) {
   const file = path.join(scratch, `records-${Date.now()}-${Math.random()}.jsonl`);
   writeFileSync(file, records.map((r) => JSON.stringify(r)).join('\n') + '\n');
-  const run = spawnSync('python3', [path.join(structuredDir, 'validate_json.py'), file], { encoding: 'utf8' });
-  assert.equal(run.status, 0, run.stderr);
-  return run.stdout.trim().split('\n').map((line) => JSON.parse(line));
+  const { stdout } = await promisify(execFile)('python3', [path.join(structuredDir, 'validate_json.py'), file],
+    { encoding: 'utf8' });
+  return stdout.trim().split('\n').map((line) => JSON.parse(line));
 }
 
-function assertValid(schema, text, label = '') {
-  const [result] = validate([{ schema, text }]);
-  assert.ok(result.valid, `${label}: ${text}\n  ${result.error}`);
+// Each of [{schema, text, label}] validates.
+async function assertAllValid(records) {
+  const results = await validate(records.map(({ schema, text }) => ({ schema, text })));
+  assert.equal(results.length, records.length);
+  results.forEach((result, i) => assert.ok(result.valid, `${records[i].label}: ${records[i].text}\n  ${result.error}`));
 }
 
 const weatherTool = {
@@ -110,7 +116,7 @@ test('response_format json_schema: every output parses and validates, streamed o
     assert.equal(streamed.content, whole.choices[0].message.content, 'same seed, same output');
     records.push({ schema, text: streamed.content });
   }
-  for (const result of validate(records)) assert.ok(result.valid, result.error);
+  for (const result of await validate(records)) assert.ok(result.valid, result.error);
 });
 
 test('structured_outputs, guided_* and json_object on both endpoints', async () => {
@@ -148,10 +154,12 @@ test('structured_outputs, guided_* and json_object on both endpoints', async () 
 });
 
 test('tool_choice required and named: tool_calls parse, arguments validate, finish_reason tool_calls', async () => {
+  const toValidate = [];
+  const jobs = [];
   for (const stream of [false, true]) {
     for (const [tool_choice, parallel] of [['required', true], ['required', false],
       [{ type: 'function', function: { name: 'get_time' } }, true]]) {
-      for (const seed of [1, 2]) {
+      for (const seed of [1, 2]) jobs.push((async () => {
         const body = {
           model: 'qwen3-tiny', messages: userTurn, temperature: 1, seed, max_tokens: 600, ...noThinking,
           tools: [weatherTool, timeTool], tool_choice, parallel_tool_calls: parallel, stream,
@@ -179,16 +187,21 @@ test('tool_choice required and named: tool_calls parse, arguments validate, fini
         assert.equal(new Set(calls.map((c) => c.id)).size, calls.length, 'ids are distinct');
         for (const call of calls) {
           assert.match(call.id, /^call_[0-9a-f]{24}$/);
-          assertValid(parametersOf[call.function.name], call.function.arguments, label);
+          toValidate.push({ schema: parametersOf[call.function.name], text: call.function.arguments, label });
         }
-      }
+      })());
     }
   }
+  // All 12 at once, as concurrent clients send them: the engine decodes them in one batch, each
+  // under its own constraint.
+  await Promise.all(jobs);
+  await assertAllValid(toValidate);
 });
 
 test('tool_choice auto with the hermes parser: a <tool_call> block becomes tool_calls, other text stays content', async () => {
   // The model is steered into Qwen's tool-call syntax by a regex: the parser must read it back.
   const syntax = '<tool_call>\\n\\{"name": "get_weather", "arguments": \\{"city": "[a-z]{1,6}", "unit": "celsius"\\}\\}\\n</tool_call>';
+  const toValidate = [];
   for (const stream of [false, true]) {
     const body = {
       model: 'qwen3-tiny', messages: userTurn, temperature: 1, seed: 3, max_tokens: 200, ...noThinking,
@@ -202,8 +215,9 @@ test('tool_choice auto with the hermes parser: a <tool_call> block becomes tool_
     assert.equal(finishReason, 'tool_calls');
     assert.equal(calls.length, 1);
     assert.equal(calls[0].function.name, 'get_weather');
-    assertValid(weatherTool.function.parameters, calls[0].function.arguments, `stream=${stream}`);
+    toValidate.push({ schema: weatherTool.function.parameters, text: calls[0].function.arguments, label: `stream=${stream}` });
   }
+  await assertAllValid(toValidate);
   // Without a call in the output, auto leaves everything as content.
   const plain = await client.chat.completions.create({
     model: 'qwen3-tiny', messages: userTurn, temperature: 1, seed: 3, max_tokens: 20, ...noThinking,
@@ -233,8 +247,8 @@ test('a tool result sent back renders through the Qwen3 template as jinja2 rende
     template: config.chat_template, messages: referenceMessages,
     kwargs: { tools, add_generation_prompt: true, enable_thinking: false },
   }));
-  const render = spawnSync('python3', [path.join(structuredDir, 'render_chat_template.py'), request], { encoding: 'utf8' });
-  assert.equal(render.status, 0, render.stderr);
+  const render = await promisify(execFile)('python3', [path.join(structuredDir, 'render_chat_template.py'), request],
+    { encoding: 'utf8' });
   assert.match(render.stdout, /<tool_response>\n\{"temperature": 21\}\n<\/tool_response>/);
   const tokenized = await (await fetch(`${server.url}/tokenize`, {
     method: 'POST', headers: { 'content-type': 'application/json' },
