@@ -125,10 +125,13 @@ void run_attention(const Batch& b, Isa isa, bool reference, std::vector<float>& 
 // F32 math matches the double reference to 2e-5. The AVX512_BF16 decode path on a BF16 cache
 // rounds q and the softmax weights to BF16 (as GPU flash attention does): each output within
 // 2e-2 (|v| <= 1, |q| <= 2, d <= 128) and the mean error under 2e-3, so a wrong key, scale or
-// lane order still fails.
+// lane order still fails. The AVX512_VNNI decode tile on an I8 cache quantizes q to int8 per row
+// and the softmax weights to u8 per chunk: here it stays within 2.4e-3 of the reference (mean
+// 2.5e-4 on decode-only batches), held to the same bounds.
 void expect_matches(const std::vector<float>& got, const std::vector<float>& want, Isa isa, DType cache_dtype,
                     const std::string& what) {
-    const bool rounded = isa >= Isa::Avx512Bf16 && cache_dtype == DType::BF16;
+    const bool rounded = (isa >= Isa::Avx512Bf16 && cache_dtype == DType::BF16) ||
+                         (isa >= Isa::Avx512Vnni && cache_dtype == DType::I8);
     double total_error = 0;
     for (size_t i = 0; i < want.size(); ++i) {
         ASSERT_NEAR(got[i], want[i], rounded ? 2e-2 : 2e-5) << what << " at " << i;
