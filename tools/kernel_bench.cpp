@@ -1,6 +1,7 @@
 // Kernel throughput on Qwen3-0.6B shapes: GB/s of the BF16/F32 GEMV (decode rows) and GFLOP/s
 // of the oneDNN matmul path (prefill rows), plus the GEMV-vs-oneDNN crossover and attention.
-// Usage: kernel_bench [--threads N] [--quick] [--only linear|attention] [--kv-dtype bf16|int8|fp8]
+// Usage: kernel_bench [--threads N] [--quick] [--cpu-time] [--only linear|attention]
+//                     [--kv-dtype bf16|int8|fp8]
 #include <sys/mman.h>
 
 #include <cstdio>
@@ -36,16 +37,25 @@ const Shape kShapes[] = {{"qkv", 4096, 1024},
                          {"down", 1024, 3072},
                          {"lm_head", 151936, 1024}};
 
+// --cpu-time: time calls by the process's CPU time instead of the wall clock. On a machine
+// shared with other work, wall time also counts the time they ran; with --threads 1 the CPU
+// time is the kernel's own (more threads add their spin-waits at the team's barriers).
+bool g_cpu_time = false;
+
+double clock_seconds() {
+    return g_cpu_time ? lmrun::process_cpu_seconds() : lmrun::now_seconds();
+}
+
 template <typename Fn>
 double seconds_per_call(Fn&& fn, double budget_s = 0.3) {
     fn();  // warm-up (primitive creation, page faults)
     int64_t calls = 0;
-    lmrun::Stopwatch watch;
+    const double start = clock_seconds();
     do {
         fn();
         ++calls;
-    } while (watch.elapsed_seconds() < budget_s);
-    return watch.elapsed_seconds() / double(calls);
+    } while (clock_seconds() - start < budget_s);
+    return (clock_seconds() - start) / double(calls);
 }
 
 LinearWeight make_weight(const Shape& s, DType storage, std::mt19937& rng) {
@@ -193,6 +203,7 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
         if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+        if (std::strcmp(argv[i], "--cpu-time") == 0) g_cpu_time = true;
         if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
         if (std::strcmp(argv[i], "--kv-dtype") == 0 && i + 1 < argc) {
             const std::string name = argv[++i];
@@ -204,7 +215,8 @@ int main(int argc, char** argv) {
         }
     }
     lmrun::configure_threads(threads);
-    std::printf("isa %s, %d threads\n", lmrun::isa_name(lmrun::kernel_isa()).c_str(), lmrun::num_threads());
+    std::printf("isa %s, %d threads%s\n", lmrun::isa_name(lmrun::kernel_isa()).c_str(), lmrun::num_threads(),
+                g_cpu_time ? ", CPU time per call" : "");
     if (only.empty() || only == "linear") {
         bench_linear(DType::BF16, quick);
         bench_linear(DType::F32, quick);
