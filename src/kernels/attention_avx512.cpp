@@ -363,7 +363,8 @@ struct Bf16Tile {
 // is converted to F32 in registers as it is read (2 instructions per 16 int8 values, 5 per 16
 // fp8) and used by up to two query rows; the row scales are applied to the 16 scores of a chunk
 // at once (keys) and folded into the softmax weights (values). The 16 unreduced dot products of
-// a row go through a small stack buffer to reduce16, as in DecodeTile.
+// a row go through a small stack buffer to reduce16, as in DecodeTile. I8 caches use it only
+// without VNNI: with it, attention_decode_int8_avx512.cpp's integer tile (1.6x less CPU time).
 template <int64_t D>
 struct ScaledTile {
     static constexpr int64_t kVecs = D / 16;

@@ -32,8 +32,8 @@ struct AttentionArgs {
     // BF16 caches may use AVX512_BF16 dot products (q and p rounded to BF16); set from the ISA
     // level paged_attention_for_isa runs at.
     bool bf16_dot = false;
-    // Decode on I8 caches may use AVX512_VNNI integer dot products (q and p quantized to 8 bits);
-    // set from the ISA level as bf16_dot is.
+    // Decode on I8 caches may use AVX512_VNNI integer dot products (q and p quantized to 16-bit
+    // integers); set from the ISA level as bf16_dot is.
     bool int8_dot = false;
 };
 
