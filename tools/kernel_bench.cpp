@@ -1,6 +1,7 @@
 // Kernel throughput on Qwen3-0.6B shapes: GB/s of the BF16/F32 GEMV (decode rows) and GFLOP/s
 // of the oneDNN matmul path (prefill rows), plus the GEMV-vs-oneDNN crossover and attention.
-// Usage: kernel_bench [--threads N] [--quick] [--only linear|attention]
+// Usage: kernel_bench [--threads N] [--quick] [--cpu-time] [--only linear|attention]
+//                     [--kv-dtype bf16|int8|fp8]
 #include <sys/mman.h>
 
 #include <cstdio>
@@ -36,16 +37,25 @@ const Shape kShapes[] = {{"qkv", 4096, 1024},
                          {"down", 1024, 3072},
                          {"lm_head", 151936, 1024}};
 
+// --cpu-time: time calls by the process's CPU time instead of the wall clock. On a machine
+// shared with other work, wall time also counts the time they ran; with --threads 1 the CPU
+// time is the kernel's own (more threads add their spin-waits at the team's barriers).
+bool g_cpu_time = false;
+
+double clock_seconds() {
+    return g_cpu_time ? lmrun::process_cpu_seconds() : lmrun::now_seconds();
+}
+
 template <typename Fn>
 double seconds_per_call(Fn&& fn, double budget_s = 0.3) {
     fn();  // warm-up (primitive creation, page faults)
     int64_t calls = 0;
-    lmrun::Stopwatch watch;
+    const double start = clock_seconds();
     do {
         fn();
         ++calls;
-    } while (watch.elapsed_seconds() < budget_s);
-    return watch.elapsed_seconds() / double(calls);
+    } while (clock_seconds() - start < budget_s);
+    return (clock_seconds() - start) / double(calls);
 }
 
 LinearWeight make_weight(const Shape& s, DType storage, std::mt19937& rng) {
@@ -111,10 +121,13 @@ void bench_linear(DType storage, bool quick) {
     }
 }
 
-void bench_attention(bool quick) {
-    // Qwen3-0.6B: 16 query heads, 8 kv heads, head_dim 128, BF16 cache, block 16.
-    std::printf("\n== paged attention (16 heads, 8 kv heads, d=128, BF16 cache) ==\n");
+void bench_attention(bool quick, DType kv_dtype) {
+    // Qwen3-0.6B: 16 query heads, 8 kv heads, head_dim 128, block 16 or 256.
+    std::printf("\n== paged attention (16 heads, 8 kv heads, d=128, %s cache) ==\n",
+                std::string(dtype_name(kv_dtype)).c_str());
     int64_t heads = 16, kv_heads = 8, dim = 128;
+    const bool scaled = kv_dtype_is_scaled(kv_dtype);
+    const size_t element_bytes = scaled ? 1 : 2;
     // Block 16 (vLLM's default) and 256 (lmrun's): decode batches as lmrun bench runs them.
     for (auto [batch, q_len, context, block] :
          std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>{{1, 1, 128, 16},
@@ -132,28 +145,49 @@ void bench_attention(bool quick) {
         int64_t num_blocks = batch * blocks_per_seq;
         // Huge-page-advised like the engine's KV arena (engine/kv_cache.cpp).
         const size_t elements = size_t(num_blocks * block * kv_heads * dim);
-        const size_t bytes = (elements * 2 + (size_t(2) << 20) - 1) / (size_t(2) << 20) * (size_t(2) << 20);
-        std::unique_ptr<uint16_t, decltype(&std::free)> k(
-            static_cast<uint16_t*>(std::aligned_alloc(size_t(2) << 20, bytes)), &std::free);
-        std::unique_ptr<uint16_t, decltype(&std::free)> v(
-            static_cast<uint16_t*>(std::aligned_alloc(size_t(2) << 20, bytes)), &std::free);
+        const size_t huge = size_t(2) << 20;
+        const size_t bytes = (elements * element_bytes + huge - 1) / huge * huge;
+        std::unique_ptr<uint8_t, decltype(&std::free)> k(
+            static_cast<uint8_t*>(std::aligned_alloc(huge, bytes)), &std::free);
+        std::unique_ptr<uint8_t, decltype(&std::free)> v(
+            static_cast<uint8_t*>(std::aligned_alloc(huge, bytes)), &std::free);
         madvise(k.get(), bytes, MADV_HUGEPAGE);
         madvise(v.get(), bytes, MADV_HUGEPAGE);
-        std::fill(k.get(), k.get() + elements, uint16_t(0x3c00));
-        std::fill(v.get(), v.get() + elements, uint16_t(0x3c00));
-        KvCacheLayer cache{k.get(), v.get(), DType::BF16, num_blocks, block, kv_heads, dim};
+        // BF16 2^-7 everywhere; int8 / fp8 bytes varying with the element (a constant row would
+        // make every softmax weight equal, which no real cache does), scales near a real row's.
+        std::vector<float> k_scale, v_scale;
+        if (scaled) {
+            for (size_t i = 0; i < elements; ++i) k.get()[i] = uint8_t((i * 37 + i / 128 * 11) % 251) & 0xbf;
+            std::memcpy(v.get(), k.get(), elements);
+            k_scale.assign(size_t(num_blocks * block * kv_heads), 0.02f);
+            v_scale = k_scale;
+        } else {
+            std::fill_n(reinterpret_cast<uint16_t*>(k.get()), elements, uint16_t(0x3c00));
+            std::fill_n(reinterpret_cast<uint16_t*>(v.get()), elements, uint16_t(0x3c00));
+        }
+        KvCacheLayer cache{k.get(),
+                           v.get(),
+                           kv_dtype,
+                           num_blocks,
+                           block,
+                           kv_heads,
+                           dim,
+                           scaled ? k_scale.data() : nullptr,
+                           scaled ? v_scale.data() : nullptr};
         std::vector<int32_t> tables(static_cast<size_t>(num_blocks)), cu = {0}, lens;
         for (int64_t i = 0; i < num_blocks; ++i) tables[i] = int32_t(i);
         for (int64_t s = 0; s < batch; ++s) {
             cu.push_back(int32_t(cu.back() + q_len));
             lens.push_back(int32_t(context));
         }
-        std::vector<float> q(size_t(batch * q_len * heads * dim), 0.01f), out(q.size());
+        std::vector<float> q(size_t(batch * q_len * heads * dim)), out(q.size());
+        for (size_t i = 0; i < q.size(); ++i) q[i] = 0.01f * float(int(i % 17) - 8);
         double t = seconds_per_call([&] {
             paged_attention(q.data(), heads * dim, batch, cu.data(), lens.data(), tables.data(),
                             blocks_per_seq, cache, heads, 0.088f, out.data());
         });
-        double kv_bytes = double(batch * context * kv_heads * dim * 2 * 2);
+        double kv_bytes =
+            double(batch * context * kv_heads) * double(dim * element_bytes + (scaled ? 4 : 0)) * 2;
         std::printf("batch %2ld q_len %4ld context %4ld block %3ld: %8.3f ms  (KV read %.1f GB/s)\n",
                     long(batch), long(q_len), long(context), long(block), t * 1e3, kv_bytes / t / 1e9);
     }
@@ -165,17 +199,28 @@ int main(int argc, char** argv) {
     int threads = 0;
     bool quick = false;
     std::string only;  // "linear" or "attention": run one part
+    DType kv_dtype = DType::BF16;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
         if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+        if (std::strcmp(argv[i], "--cpu-time") == 0) g_cpu_time = true;
         if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
+        if (std::strcmp(argv[i], "--kv-dtype") == 0 && i + 1 < argc) {
+            const std::string name = argv[++i];
+            if (name != "bf16" && name != "int8" && name != "fp8") {
+                std::fprintf(stderr, "--kv-dtype: bf16, int8 or fp8, not %s\n", name.c_str());
+                return 2;
+            }
+            kv_dtype = name == "int8" ? DType::I8 : name == "fp8" ? DType::F8E4M3 : DType::BF16;
+        }
     }
     lmrun::configure_threads(threads);
-    std::printf("isa %s, %d threads\n", lmrun::isa_name(lmrun::kernel_isa()).c_str(), lmrun::num_threads());
+    std::printf("isa %s, %d threads%s\n", lmrun::isa_name(lmrun::kernel_isa()).c_str(), lmrun::num_threads(),
+                g_cpu_time ? ", CPU time per call" : "");
     if (only.empty() || only == "linear") {
         bench_linear(DType::BF16, quick);
         bench_linear(DType::F32, quick);
     }
-    if (only.empty() || only == "attention") bench_attention(quick);
+    if (only.empty() || only == "attention") bench_attention(quick, kv_dtype);
     return 0;
 }

@@ -160,6 +160,7 @@ void reserve_attention_workspace(int64_t head_dim, int64_t num_heads, int64_t nu
 void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seqs) {
     AttentionArgs a = args;
     a.bf16_dot = isa >= Isa::Avx512Bf16 && cpu_features().avx512_bf16;
+    a.int8_dot = isa >= Isa::Avx512Vnni && cpu_features().avx512_vnni;
     const KvCacheLayer& cache = a.cache;
     LMRUN_CHECK(cache.num_kv_heads > 0 && a.num_heads % cache.num_kv_heads == 0,
                 "num_heads %ld is not a multiple of num_kv_heads %ld", long(a.num_heads),

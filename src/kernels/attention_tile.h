@@ -32,6 +32,9 @@ struct AttentionArgs {
     // BF16 caches may use AVX512_BF16 dot products (q and p rounded to BF16); set from the ISA
     // level paged_attention_for_isa runs at.
     bool bf16_dot = false;
+    // Decode on I8 caches may use AVX512_VNNI integer dot products (q and p quantized to 16-bit
+    // integers); set from the ISA level as bf16_dot is.
+    bool int8_dot = false;
 };
 
 inline constexpr int64_t kMinKeysPerSplit = 256;  // smallest key range worth its own work item
@@ -83,6 +86,10 @@ int64_t attention_prefill_bf16_scratch_floats(int64_t head_dim);
 bool attention_prefill_amx_supports(int64_t head_dim);
 void attention_prefill_tile_amx(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
 int64_t attention_prefill_amx_scratch_floats(int64_t head_dim);
+// Decode tiles (one KV head or several) on an I8 cache with AVX512_VNNI, for head_dim 16, 32,
+// 64, 128 or 256.
+void attention_decode_tile_int8_vnni(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
+int64_t attention_decode_int8_vnni_scratch_floats(int64_t head_dim, int64_t num_rows);
 // Scratch floats of an AVX-512 decode tile of `num_rows` query heads over `kv_heads` KV heads.
 int64_t attention_decode_scratch_floats(int64_t head_dim, int64_t num_rows, int64_t kv_heads);
 
