@@ -1,7 +1,7 @@
 // Kernel throughput on Qwen3-0.6B shapes: GB/s of the BF16/F32 GEMV (decode rows) and GFLOP/s
 // of the oneDNN matmul path (prefill rows), plus the GEMV-vs-oneDNN crossover and attention.
 // Usage: kernel_bench [--threads N] [--quick] [--cpu-time] [--only linear|attention]
-//                     [--kv-dtype bf16|int8|fp8]
+//                     [--kv-dtype bf16|int8|fp8] [--rows 1,2,8]
 #include <sys/mman.h>
 
 #include <cstdio>
@@ -41,6 +41,7 @@ const Shape kShapes[] = {{"qkv", 4096, 1024},
 // shared with other work, wall time also counts the time they ran; with --threads 1 the CPU
 // time is the kernel's own (more threads add their spin-waits at the team's barriers).
 bool g_cpu_time = false;
+std::vector<int64_t> g_rows;  // --rows: the linear row counts, instead of the defaults
 
 double clock_seconds() {
     return g_cpu_time ? lmrun::process_cpu_seconds() : lmrun::now_seconds();
@@ -78,8 +79,9 @@ void bench_linear(DType storage, bool quick) {
         while (double(copies.size() * first.nbytes()) < 256e6) copies.push_back(make_weight(s, storage, rng));
         size_t next = 0;
         auto weight_for_call = [&]() -> const LinearWeight& { return copies[next++ % copies.size()]; };
-        std::vector<int64_t> rows_list =
-            quick ? std::vector<int64_t>{1, 8, 64} : std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 512};
+        std::vector<int64_t> rows_list = !g_rows.empty() ? g_rows
+                                         : quick         ? std::vector<int64_t>{1, 8, 64}
+                                                 : std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 512};
         for (int64_t rows : rows_list) {
             if (s.out > 100000 && rows > 128) continue;
             std::vector<float> x(size_t(rows * s.in), 0.5f), y(size_t(rows * s.out));
@@ -205,6 +207,19 @@ int main(int argc, char** argv) {
         if (std::strcmp(argv[i], "--quick") == 0) quick = true;
         if (std::strcmp(argv[i], "--cpu-time") == 0) g_cpu_time = true;
         if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
+        if (std::strcmp(argv[i], "--rows") == 0 && i + 1 < argc) {
+            for (const char* p = argv[++i]; *p;) {
+                char* end = nullptr;
+                const long rows = std::strtol(p, &end, 10);
+                if (end == p || rows < 1) {
+                    std::fprintf(stderr, "--rows: a comma-separated list of positive counts, not %s\n",
+                                 argv[i]);
+                    return 2;
+                }
+                g_rows.push_back(rows);
+                p = *end == ',' ? end + 1 : end;
+            }
+        }
         if (std::strcmp(argv[i], "--kv-dtype") == 0 && i + 1 < argc) {
             const std::string name = argv[++i];
             if (name != "bf16" && name != "int8" && name != "fp8") {

@@ -1,7 +1,9 @@
 // AVX2 GEMV micro-kernels over the packed tiles (layout in linear_gemv.h). With 16 ymm
-// registers a call covers half a tile (32 outputs) for up to 2 rows; the driver re-walks the
-// chunk (then hot in L1/L2) for the other half and further rows.
+// registers a call covers part of a tile for a few rows; the chunk (then hot in L1/L2) is
+// re-walked for the other outputs and further rows.
 #include <immintrin.h>
+
+#include <cstring>
 
 #include "kernels/linear_gemv.h"
 #include "kernels/linear_gemv_driver.h"
@@ -9,49 +11,142 @@
 namespace lmrun::kernels {
 namespace {
 
+// BF16 weights: each 32-byte load holds 8 outputs x 2 k. Unpacking it against zero (vpunpck{l,h}wd,
+// a shuffle, off the two ports the FMAs and shifts share) gives the F32 weights in k-interleaved
+// order: lo = (n0 k0, n0 k1, n1 k0, n1 k1 | n4 .., n5 ..), hi = (n2, n3 | n6, n7). One 64-bit
+// broadcast of (x[k0], x[k1]) multiplies both, so each row keeps an even/odd-interleaved pair of
+// accumulators per 8 outputs, and a horizontal add (once per chunk) puts them back in output
+// order. A call walks the whole tile, G groups of 8 outputs at a time, with at most 12
+// accumulators (one and two rows: `shifted`, below). Up to 48 rows share one
+// pass over the weights (the dispatch hands 9 rows and more to the AVX2 GEMM, which matched this
+// at 64 rows: both are bound by the FMAs there).
+// The passes over a chunk prefetch the next one into L2 (a step's 4 lines spread over the
+// passes), so that DRAM reads overlap the FMAs. One row, 2 threads, kernel_bench on Sapphire
+// Rapids at LMRUN_ISA=avx2: 1.3-1.6x the GB/s of the previous kernel (half tiles, no prefetch) on
+// the Qwen3-0.6B shapes.
 struct Bf16Avx2 {
-    static constexpr int64_t kCols = 32;
-    static constexpr int kMaxRows = 2;
+    static constexpr int64_t kCols = kTileOutputs;
+    static constexpr int kMaxRows = 6;
+    static constexpr int64_t kPassRows = 48;
+    static constexpr int64_t kGroups = kTileOutputs / 8;
 
-    template <int R>
-    static void run_rows(const uint16_t* w, int64_t num_pairs, const float* x, int64_t x_stride, float* acc) {
-        __m256 sum[R][4];
+    // Lines [line0, line1) of each step of next_chunk are prefetched (a step is 4 cache lines).
+    template <int R, int G>
+    static void block(const uint16_t* w, int64_t num_pairs, const float* x, int64_t x_stride, float* acc,
+                      int64_t g0, const uint16_t* next_chunk, int line0, int line1) {
+        __m256 lo[R][G], hi[R][G];
         for (int r = 0; r < R; ++r)
-            for (int64_t j = 0; j < 4; ++j) sum[r][j] = _mm256_loadu_ps(acc + r * kTileOutputs + 8 * j);
+            for (int g = 0; g < G; ++g) lo[r][g] = hi[r][g] = _mm256_setzero_ps();
+        for (int64_t p = 0; p < num_pairs; ++p) {
+            const uint16_t* wp = w + p * kTileOutputs * 2 + 16 * g0;
+            if (next_chunk) {
+                const char* line = reinterpret_cast<const char*>(next_chunk + p * kTileOutputs * 2);
+                for (int i = line0; i < line1; ++i) _mm_prefetch(line + 64 * i, _MM_HINT_T1);
+            }
+            __m256 w_lo[G], w_hi[G];
+            for (int g = 0; g < G; ++g) {
+                const __m256i pairs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + 16 * g));
+                w_lo[g] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(_mm256_setzero_si256(), pairs));
+                w_hi[g] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(_mm256_setzero_si256(), pairs));
+            }
+            for (int r = 0; r < R; ++r) {
+                int64_t x_pair;
+                std::memcpy(&x_pair, x + r * x_stride + 2 * p, sizeof(x_pair));
+                const __m256 xb = _mm256_castsi256_ps(_mm256_set1_epi64x(x_pair));
+                for (int g = 0; g < G; ++g) {
+                    lo[r][g] = _mm256_fmadd_ps(w_lo[g], xb, lo[r][g]);
+                    hi[r][g] = _mm256_fmadd_ps(w_hi[g], xb, hi[r][g]);
+                }
+            }
+        }
+        for (int r = 0; r < R; ++r) {
+            for (int g = 0; g < G; ++g) {
+                float* out = acc + r * kTileOutputs + 8 * (g0 + g);
+                _mm256_storeu_ps(out,
+                                 _mm256_add_ps(_mm256_loadu_ps(out), _mm256_hadd_ps(lo[r][g], hi[r][g])));
+            }
+        }
+    }
+
+    // One or two rows: fewer passes over the chunk matter more there than the shuffle port, so the
+    // pairs are split by shift and mask (x as even and odd broadcasts) and the R x G accumulators
+    // hold outputs in order: one row takes the whole tile per pass, two rows half of it (kernel_bench,
+    // 2 rows: 21-22 GB/s against 17-19 with the unpacking block's four passes).
+    template <int R, int G>
+    static void shifted(const uint16_t* w, int64_t num_pairs, const float* x, int64_t x_stride, float* acc,
+                        int64_t g0, const uint16_t* next_chunk, int line0, int line1) {
+        __m256 sum[R][G];
+        for (int r = 0; r < R; ++r)
+            for (int g = 0; g < G; ++g) sum[r][g] = _mm256_loadu_ps(acc + r * kTileOutputs + 8 * (g0 + g));
         const __m256i high_half = _mm256_set1_epi32(int32_t(0xffff0000u));
         for (int64_t p = 0; p < num_pairs; ++p) {
+            const uint16_t* wp = w + p * kTileOutputs * 2 + 16 * g0;
+            if (next_chunk) {
+                const char* line = reinterpret_cast<const char*>(next_chunk + p * kTileOutputs * 2);
+                for (int i = line0; i < line1; ++i) _mm_prefetch(line + 64 * i, _MM_HINT_T1);
+            }
             __m256 x_even[R], x_odd[R];
             for (int r = 0; r < R; ++r) {
                 x_even[r] = _mm256_broadcast_ss(x + r * x_stride + 2 * p);
                 x_odd[r] = _mm256_broadcast_ss(x + r * x_stride + 2 * p + 1);
             }
-            const uint16_t* wp = w + p * kTileOutputs * 2;
-            for (int64_t j = 0; j < 4; ++j) {
-                __m256i pairs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + 16 * j));
-                __m256 w_even = _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));
-                __m256 w_odd = _mm256_castsi256_ps(_mm256_and_si256(pairs, high_half));
+            for (int g = 0; g < G; ++g) {
+                const __m256i pairs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + 16 * g));
+                const __m256 w_even = _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));
+                const __m256 w_odd = _mm256_castsi256_ps(_mm256_and_si256(pairs, high_half));
                 for (int r = 0; r < R; ++r) {
-                    sum[r][j] = _mm256_fmadd_ps(w_even, x_even[r], sum[r][j]);
-                    sum[r][j] = _mm256_fmadd_ps(w_odd, x_odd[r], sum[r][j]);
+                    sum[r][g] = _mm256_fmadd_ps(w_even, x_even[r], sum[r][g]);
+                    sum[r][g] = _mm256_fmadd_ps(w_odd, x_odd[r], sum[r][g]);
                 }
             }
         }
         for (int r = 0; r < R; ++r)
-            for (int64_t j = 0; j < 4; ++j) _mm256_storeu_ps(acc + r * kTileOutputs + 8 * j, sum[r][j]);
+            for (int g = 0; g < G; ++g) _mm256_storeu_ps(acc + r * kTileOutputs + 8 * (g0 + g), sum[r][g]);
     }
 
+    // All kGroups groups of the tile, G at a time. The prefetches of the next chunk are spread
+    // over the passes: issued all in the first, short pass they fill the line-fill buffers and
+    // stall its loads (kernel_bench, 2 rows in four passes: 17-19 GB/s spread, 15-16 all in the
+    // first pass, 11-13 with no prefetch).
+    template <int R, int G, bool kShifted = false>
+    static void tile(const uint16_t* w, int64_t num_pairs, const float* x, int64_t x_stride, float* acc,
+                     const uint16_t* next_chunk) {
+        constexpr int kPasses = int(kGroups / G);
+        for (int pass = 0; pass < kPasses; ++pass) {
+            const int line0 = pass * 4 / kPasses, line1 = (pass + 1) * 4 / kPasses;
+            const uint16_t* next = line1 > line0 ? next_chunk : nullptr;
+            if constexpr (kShifted) {
+                shifted<R, G>(w, num_pairs, x, x_stride, acc, pass * G, next, line0, line1);
+            } else {
+                block<R, G>(w, num_pairs, x, x_stride, acc, pass * G, next, line0, line1);
+            }
+        }
+    }
+
+    // rows in [1, kMaxRows]; the tile's 64 outputs are one column slice (col = 0).
     static void run(int rows, const uint16_t* w, int64_t steps, const float* x, int64_t x_stride, float* acc,
-                    int64_t col) {
-        w += col * 2;
-        acc += col;
-        if (rows == 1) return run_rows<1>(w, steps, x, x_stride, acc);
-        run_rows<2>(w, steps, x, x_stride, acc);
+                    int64_t /*col*/, const uint16_t* next_chunk) {
+        switch (rows) {
+            case 1:
+                return tile<1, 8, true>(w, steps, x, x_stride, acc, next_chunk);
+            case 2:
+                return tile<2, 4, true>(w, steps, x, x_stride, acc, next_chunk);
+            case 3:
+                return tile<3, 1>(w, steps, x, x_stride, acc, next_chunk);
+            case 4:
+                return tile<4, 1>(w, steps, x, x_stride, acc, next_chunk);
+            case 5:
+                return tile<5, 1>(w, steps, x, x_stride, acc, next_chunk);
+            default:
+                return tile<6, 1>(w, steps, x, x_stride, acc, next_chunk);
+        }
     }
 };
 
 struct F32Avx2 {
     static constexpr int64_t kCols = 32;
     static constexpr int kMaxRows = 2;
+    static constexpr int64_t kPassRows = 8;
 
     template <int R>
     static void run_rows(const float* w, int64_t num_k, const float* x, int64_t x_stride, float* acc) {
@@ -72,7 +167,7 @@ struct F32Avx2 {
     }
 
     static void run(int rows, const float* w, int64_t steps, const float* x, int64_t x_stride, float* acc,
-                    int64_t col) {
+                    int64_t col, const float* /*next_chunk*/) {
         w += col;
         acc += col;
         if (rows == 1) return run_rows<1>(w, steps, x, x_stride, acc);

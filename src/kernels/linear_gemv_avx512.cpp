@@ -21,6 +21,7 @@ namespace {
 struct Bf16Avx512 {
     static constexpr int64_t kCols = 64;
     static constexpr int kMaxRows = 4;
+    static constexpr int64_t kPassRows = 8;
 
     template <int R>
     static void run_rows(const uint16_t* w, int64_t num_pairs, const float* x, int64_t x_stride, float* acc) {
@@ -52,7 +53,7 @@ struct Bf16Avx512 {
 
     // rows in [1, kMaxRows]; the tile's 64 outputs are one column slice (col = 0).
     static void run(int rows, const uint16_t* w, int64_t steps, const float* x, int64_t x_stride, float* acc,
-                    int64_t col) {
+                    int64_t col, const uint16_t* /*next_chunk*/) {
         dispatch_constant<1, 2, 3, 4>(
             rows, [&](auto r) { run_rows<decltype(r)::value>(w, steps, x, x_stride, acc); });
     }
@@ -61,6 +62,7 @@ struct Bf16Avx512 {
 struct F32Avx512 {
     static constexpr int64_t kCols = 64;
     static constexpr int kMaxRows = 4;
+    static constexpr int64_t kPassRows = 8;
 
     template <int R>
     static void run_rows(const float* w, int64_t num_k, const float* x, int64_t x_stride, float* acc) {
@@ -82,7 +84,7 @@ struct F32Avx512 {
 
     // rows in [1, kMaxRows]; the tile's 64 outputs are one column slice (col = 0).
     static void run(int rows, const float* w, int64_t steps, const float* x, int64_t x_stride, float* acc,
-                    int64_t col) {
+                    int64_t col, const float* /*next_chunk*/) {
         dispatch_constant<1, 2, 3, 4>(
             rows, [&](auto r) { run_rows<decltype(r)::value>(w, steps, x, x_stride, acc); });
     }

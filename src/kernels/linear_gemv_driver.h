@@ -5,7 +5,10 @@
 //
 // Loop nest per thread: a group of kStreams tiles (kStreams concurrent weight streams), walked in
 // K chunks small enough to stay in L1/L2 while every group of rows (Kernel::kMaxRows) and every
-// column slice (Kernel::kCols) reuses them. Measured on the LM head (311 MB BF16, one thread,
+// column slice (Kernel::kCols) reuses them; Kernel::kPassRows rows share one pass over the
+// weights. The first kernel call on a chunk gets the address of the next chunk, for kernels that
+// prefetch it: without that, the first pass over a chunk waits on DRAM and the later passes
+// compute with no read in flight. Measured on the LM head (311 MB BF16, one thread,
 // shared 2-core EPYC): one stream with 16 KiB chunks matched a plain read of the buffer; 2, 4
 // and 8 interleaved streams were 10-50% slower, so kStreams = 1 (kept as a tuning knob).
 #pragma once
@@ -21,11 +24,12 @@ namespace {
 
 inline constexpr int64_t kStreams = 1;
 inline constexpr int64_t kChunkBytes = 16384;  // of one tile's stream per step
-inline constexpr int64_t kDriverMaxRows = 8;
 
 // Kernel provides, for T = uint16_t (BF16 pairs) or float (F32 rows):
-//   kCols, kMaxRows and run(rows, const T* w, steps, const float* x, x_stride, float* acc, col)
-// accumulating acc[r * 64 + col + j] += Σ_step w(step, col + j) · x[r * x_stride + step...].
+//   kCols, kMaxRows, kPassRows and
+//   run(rows, const T* w, steps, const float* x, x_stride, float* acc, col, const T* next_chunk)
+// accumulating acc[r * 64 + col + j] += Σ_step w(step, col + j) · x[r * x_stride + step...];
+// next_chunk is where the tile's stream continues (a prefetch hint only, never read), or null.
 template <typename Kernel, typename T>
 void gemv_tile_group(const float* x, int64_t num_rows, const PackedLinear& w, int64_t first_tile,
                      int64_t num_group_tiles, const float* bias, float* y) {
@@ -33,7 +37,7 @@ void gemv_tile_group(const float* x, int64_t num_rows, const PackedLinear& w, in
     constexpr int64_t kStepElements = kTileOutputs * (kBf16 ? 2 : 1);  // weights per step
     constexpr int64_t kKPerStep = kBf16 ? 2 : 1;
     constexpr int64_t kChunkSteps = kChunkBytes / (kStepElements * int64_t(sizeof(T)));
-    alignas(64) float acc[kStreams][kDriverMaxRows][kTileOutputs] = {};
+    alignas(64) float acc[kStreams][Kernel::kPassRows][kTileOutputs] = {};
     const T* data = static_cast<const T*>(w.data);
     const int64_t full_steps = w.in_features / kKPerStep;
 
@@ -43,7 +47,8 @@ void gemv_tile_group(const float* x, int64_t num_rows, const PackedLinear& w, in
             for (int64_t col = 0; col < kTileOutputs; col += Kernel::kCols) {
                 for (int64_t r = 0; r < num_rows; r += Kernel::kMaxRows) {
                     int rows = int(min_i64(Kernel::kMaxRows, num_rows - r));
-                    Kernel::run(rows, wt, steps, xs + r * x_stride, x_stride, &acc[t][r][0], col);
+                    const T* next = col == 0 && r == 0 ? wt + steps * kStepElements : nullptr;
+                    Kernel::run(rows, wt, steps, xs + r * x_stride, x_stride, &acc[t][r][0], col, next);
                 }
             }
         }
@@ -55,7 +60,7 @@ void gemv_tile_group(const float* x, int64_t num_rows, const PackedLinear& w, in
     if (kBf16 && (w.in_features % 2) != 0) {
         // Odd in_features: the last pair has one real k; its partner is a zero in the weights
         // but would be out of bounds in x, so feed a padded copy of that last column.
-        float tail[kDriverMaxRows][2];
+        float tail[Kernel::kPassRows][2];
         for (int64_t r = 0; r < num_rows; ++r) {
             tail[r][0] = x[r * w.in_features + w.in_features - 1];
             tail[r][1] = 0.0f;
@@ -74,8 +79,8 @@ void gemv_tile_group(const float* x, int64_t num_rows, const PackedLinear& w, in
 
 template <typename Kernel, typename T>
 void gemv_driver(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y) {
-    for (int64_t r0 = 0; r0 < num_rows; r0 += kDriverMaxRows) {
-        int64_t rows = min_i64(kDriverMaxRows, num_rows - r0);
+    for (int64_t r0 = 0; r0 < num_rows; r0 += Kernel::kPassRows) {
+        int64_t rows = min_i64(Kernel::kPassRows, num_rows - r0);
         const float* xr = x + r0 * w.in_features;
         float* yr = y + r0 * w.out_features;
         parallel_for(w.num_tiles, [&](int64_t begin, int64_t end) {
