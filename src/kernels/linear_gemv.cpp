@@ -41,10 +41,10 @@ struct Bf16Avx2 {
             const uint16_t* wp = w + p * kTileOutputs * 2 + 16 * g0;
             if (next_chunk) {
                 const char* line = reinterpret_cast<const char*>(next_chunk + p * kTileOutputs * 2);
-                for (int i = line0; i < line1; ++i) _mm_prefetch(line + 64 * i, _MM_HINT_T1);
+                for (int64_t i = line0; i < line1; ++i) _mm_prefetch(line + 64 * i, _MM_HINT_T1);
             }
             __m256 w_lo[G], w_hi[G];
-            for (int g = 0; g < G; ++g) {
+            for (int64_t g = 0; g < G; ++g) {
                 const __m256i pairs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + 16 * g));
                 w_lo[g] = _mm256_castsi256_ps(_mm256_unpacklo_epi16(_mm256_setzero_si256(), pairs));
                 w_hi[g] = _mm256_castsi256_ps(_mm256_unpackhi_epi16(_mm256_setzero_si256(), pairs));
@@ -83,14 +83,14 @@ struct Bf16Avx2 {
             const uint16_t* wp = w + p * kTileOutputs * 2 + 16 * g0;
             if (next_chunk) {
                 const char* line = reinterpret_cast<const char*>(next_chunk + p * kTileOutputs * 2);
-                for (int i = line0; i < line1; ++i) _mm_prefetch(line + 64 * i, _MM_HINT_T1);
+                for (int64_t i = line0; i < line1; ++i) _mm_prefetch(line + 64 * i, _MM_HINT_T1);
             }
             __m256 x_even[R], x_odd[R];
             for (int r = 0; r < R; ++r) {
                 x_even[r] = _mm256_broadcast_ss(x + r * x_stride + 2 * p);
                 x_odd[r] = _mm256_broadcast_ss(x + r * x_stride + 2 * p + 1);
             }
-            for (int g = 0; g < G; ++g) {
+            for (int64_t g = 0; g < G; ++g) {
                 const __m256i pairs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + 16 * g));
                 const __m256 w_even = _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));
                 const __m256 w_odd = _mm256_castsi256_ps(_mm256_and_si256(pairs, high_half));
