@@ -1,6 +1,7 @@
 // Kernel throughput on Qwen3-0.6B shapes: GB/s of the BF16/F32 GEMV (decode rows) and GFLOP/s
-// of the oneDNN matmul path (prefill rows), plus the GEMV-vs-oneDNN crossover and attention.
-// Usage: kernel_bench [--threads N] [--quick] [--cpu-time] [--only linear|attention]
+// of the oneDNN matmul path (prefill rows), plus the GEMV-vs-oneDNN crossover and attention;
+// --only int8: the int8 (W8A8) kernels linear() picks for this ISA, GB/s of int8 weights.
+// Usage: kernel_bench [--threads N] [--quick] [--cpu-time] [--only linear|int8|attention]
 //                     [--kv-dtype bf16|int8|fp8] [--rows 1,2,8]
 #include <sys/mman.h>
 
@@ -87,18 +88,25 @@ void bench_linear(DType storage, bool quick) {
             std::vector<float> x(size_t(rows * s.in), 0.5f), y(size_t(rows * s.out));
             auto gemv = kernel_isa() >= Isa::Avx512 ? linear_gemv_avx512 : linear_gemv_avx2;
             double flops = 2.0 * double(rows) * double(s.out) * double(s.in);
-            double gemv_s = rows <= 64 ? seconds_per_call([&] {
-                gemv(x.data(), rows, weight_for_call().packed(), nullptr, y.data());
+            // int8 weights: the "gemv" column is linear()'s int8 kernel for this ISA at every row count.
+            const bool int8 = storage == DType::I8;
+            double gemv_s = rows <= 64 || int8 ? seconds_per_call([&] {
+                if (int8) {
+                    linear(x.data(), rows, weight_for_call(), nullptr, y.data());
+                } else {
+                    gemv(x.data(), rows, weight_for_call().packed(), nullptr, y.data());
+                }
             })
-                                       : 0;
+                                               : 0;
             // oneDNN computes nothing where it has no kernel for these weights (BF16 on AVX2).
-            const bool has_dnnl = rows >= 4 && linear_onednn(x.data(), rows, first, nullptr, y.data());
+            const bool has_dnnl =
+                !int8 && rows >= 4 && linear_onednn(x.data(), rows, first, nullptr, y.data());
             double dnnl_s = has_dnnl ? seconds_per_call([&] {
                 linear_onednn(x.data(), rows, weight_for_call(), nullptr, y.data());
             })
                                      : 0;
             // The GEMM of this ISA level: AVX512_BF16 (BF16 weights), or AVX2 (more than 4 rows).
-            const bool avx2_gemm = kernel_isa() == Isa::Avx2 && rows > 4;
+            const bool avx2_gemm = !int8 && kernel_isa() == Isa::Avx2 && rows > 4;
             bool has_gemm = (storage == DType::BF16 && kernel_isa() >= Isa::Avx512Bf16) || avx2_gemm;
             double gemm_s = has_gemm ? seconds_per_call([&] {
                 if (avx2_gemm) {
@@ -200,7 +208,7 @@ void bench_attention(bool quick, DType kv_dtype) {
 int main(int argc, char** argv) {
     int threads = 0;
     bool quick = false;
-    std::string only;  // "linear" or "attention": run one part
+    std::string only;  // "linear", "int8" (the int8 weight kernels, only on request) or "attention"
     DType kv_dtype = DType::BF16;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
@@ -236,6 +244,7 @@ int main(int argc, char** argv) {
         bench_linear(DType::BF16, quick);
         bench_linear(DType::F32, quick);
     }
+    if (only == "int8") bench_linear(DType::I8, quick);
     if (only.empty() || only == "attention") bench_attention(quick, kv_dtype);
     return 0;
 }

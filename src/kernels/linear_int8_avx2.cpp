@@ -1,7 +1,8 @@
 // AVX2 int8 kernels (arithmetic in linear_int8.h): the per-row activation quantizer every int8
 // path uses, and the sign-trick micro-kernel: vpmaddubsw(|q_x|, q_w · sign(q_x)) gives int16
-// pair sums that cannot saturate (|q| ≤ 127), vpmaddwd with ones widens them to int32. With 16
-// ymm registers a call covers 32 outputs for up to 2 rows.
+// pair sums that cannot saturate (|q| ≤ 127), vpmaddwd with ones widens them to int32. A call
+// covers the tile's 64 outputs: one row in one pass over the chunk (8 accumulators), two rows in
+// two passes of 32 (16 ymm registers hold no more), prefetching the next chunk as it goes.
 #include <immintrin.h>
 
 #include <cmath>
@@ -33,19 +34,22 @@ inline __m256i quantize8(const float* x, __m256 inverse) {
 }
 
 struct Int8Avx2 {
-    static constexpr int64_t kCols = 32;
+    static constexpr int64_t kCols = kTileOutputs;
     static constexpr int kMaxRows = 2;
     static constexpr bool kUnsignedX = false;
 
-    template <int R>
-    static void run_rows(const int8_t* w, int64_t quads, const uint8_t* x, int64_t x_stride, int32_t* acc) {
-        __m256i sum[R][4];
+    // R rows × G groups of 8 outputs, starting at group g0 of the tile.
+    template <int R, int G>
+    static void block(const int8_t* w, int64_t quads, const uint8_t* x, int64_t x_stride, int32_t* acc,
+                      int64_t g0, NextChunkPrefetch prefetch) {
+        __m256i sum[R][G];
         for (int r = 0; r < R; ++r)
-            for (int64_t j = 0; j < 4; ++j)
-                sum[r][j] =
-                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + r * kTileOutputs + 8 * j));
+            for (int64_t g = 0; g < G; ++g)
+                sum[r][g] = _mm256_loadu_si256(
+                    reinterpret_cast<const __m256i*>(acc + r * kTileOutputs + 8 * (g0 + g)));
         const __m256i ones = _mm256_set1_epi16(1);
         for (int64_t p = 0; p < quads; ++p) {
+            prefetch.quad(p);
             __m256i x_signed[R], x_abs[R];
             for (int r = 0; r < R; ++r) {
                 int32_t quad;
@@ -53,24 +57,28 @@ struct Int8Avx2 {
                 x_signed[r] = _mm256_set1_epi32(quad);
                 x_abs[r] = _mm256_sign_epi8(x_signed[r], x_signed[r]);
             }
-            const int8_t* wp = w + p * kInt8QuadBytes;
-            for (int64_t j = 0; j < 4; ++j) {
-                const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + 32 * j));
+            const int8_t* wp = w + p * kInt8QuadBytes + 32 * g0;
+            for (int64_t g = 0; g < G; ++g) {
+                const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + 32 * g));
                 for (int r = 0; r < R; ++r) {
                     const __m256i pairs = _mm256_maddubs_epi16(x_abs[r], _mm256_sign_epi8(wv, x_signed[r]));
-                    sum[r][j] = _mm256_add_epi32(sum[r][j], _mm256_madd_epi16(pairs, ones));
+                    sum[r][g] = _mm256_add_epi32(sum[r][g], _mm256_madd_epi16(pairs, ones));
                 }
             }
         }
         for (int r = 0; r < R; ++r)
-            for (int64_t j = 0; j < 4; ++j)
-                _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + r * kTileOutputs + 8 * j), sum[r][j]);
+            for (int64_t g = 0; g < G; ++g)
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + r * kTileOutputs + 8 * (g0 + g)),
+                                    sum[r][g]);
     }
 
+    // One row walks the whole tile in one pass over the chunk (8 accumulators); two rows in two
+    // passes of 32 outputs, each issuing half of the call's prefetches.
     static void run(int rows, const int8_t* w, int64_t quads, const uint8_t* x, int64_t x_stride,
-                    int32_t* acc) {
-        if (rows == 1) return run_rows<1>(w, quads, x, x_stride, acc);
-        run_rows<2>(w, quads, x, x_stride, acc);
+                    int32_t* acc, NextChunkPrefetch prefetch) {
+        if (rows == 1) return block<1, 8>(w, quads, x, x_stride, acc, 0, prefetch);
+        block<2, 4>(w, quads, x, x_stride, acc, 0, prefetch.pass(0, 2));
+        block<2, 4>(w, quads, x, x_stride, acc, 4, prefetch.pass(1, 2));
     }
 };
 
