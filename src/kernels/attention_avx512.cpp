@@ -107,25 +107,6 @@ struct Avx512Ops {
     }
 };
 
-// The end of a tile that keeps its rows' o in F32: the unnormalised state for a split-K merge
-// (attention.cpp), or o / l into the output rows of heads [first_head, +num_rows) of `token`.
-template <int64_t D>
-void finish_f32_rows(const AttentionArgs& a, const AttentionTile& w, int64_t token, int64_t first_head,
-                     int64_t num_rows, const float* o, const float* m, const float* l) {
-    if (w.partial) {
-        for (int64_t r = 0; r < num_rows; ++r) {
-            for (int64_t d = 0; d < D; ++d) w.partial[r * D + d] = o[r * D + d];
-            store_partial_softmax_state(w.partial, D, r, m[r], l[r]);
-        }
-        return;
-    }
-    for (int64_t r = 0; r < num_rows; ++r) {
-        float* out = a.out + (token * a.num_heads + first_head + r) * D;
-        const float inverse = 1.0f / l[r];
-        for (int64_t d = 0; d < D; ++d) out[d] = o[r * D + d] * inverse;
-    }
-}
-
 // Decode tiles (one query token, the GQA group's heads as rows): every row sees the same keys,
 // so a chunk of 16 keys is widened to F32 once, scored for all rows as 16 unreduced dot
 // products folded by reduce16, and the softmax runs on whole 16-lane vectors. The generic tile
