@@ -124,9 +124,8 @@ int64_t scratch_floats_per_thread(bool avx512, bool amx, int64_t head_dim, int64
         floats = std::max(floats,
                           attention_decode_scratch_floats(head_dim, heads_per_item * group, heads_per_item));
         floats = std::max(floats, attention_prefill_bf16_scratch_floats(head_dim));
-    } else if (attention_decode_avx2_supports(head_dim)) {
-        floats = std::max(
-            floats, attention_decode_avx2_scratch_floats(head_dim, heads_per_item * group, heads_per_item));
+    } else {
+        floats = std::max(floats, attention_avx2_scratch_floats(head_dim, heads_per_item * group));
     }
     if (amx) floats = std::max(floats, attention_prefill_amx_scratch_floats(head_dim));
     return floats;
@@ -188,7 +187,7 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
     }
     const std::vector<int64_t>& tile_starts = *planned;
     const bool avx512 = isa >= Isa::Avx512 && attention_avx512_supports(cache.head_dim);
-    const bool avx2_decode = !avx512 && attention_decode_avx2_supports(cache.head_dim);
+    const bool avx2_whole = !avx512 && attention_avx2_supports(cache.head_dim);
     // A decode-only batch with decode tiles gives each item all KV heads of a sequence: their rows
     // are interleaved in the cache, so one item then reads one contiguous range per chunk. Few
     // sequences with short contexts (too short for split-K) stay per KV head, so that every
@@ -197,7 +196,7 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
         num_seqs > 0 ? *std::max_element(a.context_lens, a.context_lens + num_seqs) : 0;
     const bool enough_items = num_seqs >= int64_t{2} * num_threads() || max_context >= 2 * kMinKeysPerSplit;
     const bool whole_sequences =
-        (avx512 || avx2_decode) && all_decode && a.num_heads <= kTileRows && enough_items;
+        (avx512 || avx2_whole) && all_decode && a.num_heads <= kTileRows && enough_items;
     const int64_t heads_per_item = whole_sequences ? cache.num_kv_heads : 1;
     const int64_t kv_items = cache.num_kv_heads / heads_per_item;
     const int64_t num_items = tile_starts[num_seqs] * kv_items;
@@ -236,8 +235,6 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
             attention_prefill_tile_amx(a, tile, scratch);
         } else if (avx512) {
             attention_tile_avx512(a, tile, scratch);
-        } else if (avx2_decode && decode) {
-            attention_decode_tile_avx2(a, tile, scratch);
         } else {
             attention_tile_avx2(a, tile, scratch);
         }

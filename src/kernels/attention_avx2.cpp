@@ -1,6 +1,6 @@
-// AVX2 attention: the vector ops of the generic tile (attention_tile_driver.h), any head_dim and
-// any cache dtype (F32, BF16, I8 and F8E4M3 rows are widened to F32 per key), and a decode tile
-// for the usual head sizes (Avx2DecodeTile, below).
+// AVX2 attention, any cache dtype (F32, BF16, I8 and F8E4M3 rows widened to F32): a tile with
+// head_dim fixed at compile time for the usual head sizes (Avx2Tile, below), and the generic
+// tile (attention_tile_driver.h) with these vector ops for any other head_dim.
 #include <immintrin.h>
 
 #include <cstring>
@@ -141,17 +141,17 @@ inline __m256 reduce8(const __m256* v) {
                          _mm256_permute2f128_ps(h0123, h4567, 0x31));
 }
 
-// Decode tiles (one query token; the rows are the query heads of KV heads [kv_head,
-// +kv_head_count), a whole sequence when attention.cpp gives it). Per chunk of 16 keys and per
-// KV head, the keys and values are widened to F32 once (16 KiB, in L1) and used by every query
-// row of that head; a row's 16 scores come from 16 unreduced dot products folded by reduce8, its
+// The tile for the usual head sizes, decode and prefill. Per chunk of 16 keys and per KV head,
+// the keys and values are widened to F32 once (16 KiB, in L1) and used by every query row of
+// that head; a row's 16 scores come from 16 unreduced dot products folded by reduce8, its
 // softmax runs on two 8-lane vectors, and its o is updated 64 floats at a time in registers.
+// Decode items hold a whole sequence's KV heads (attention.cpp), read chunk by chunk.
 // kernel_bench, BF16 cache, d=128, 2 threads, Sapphire Rapids at LMRUN_ISA=avx2, KV read at
-// batch 8 (128 / 1024 / 4096 tokens of context): 17.5 / 17.5 / 14.7 GB/s, against 9.4 / 10.0 /
-// 4.7 with the generic tile (per-key widening, dot and horizontal sum, o in memory) and
+// decode batch 8 (128 / 1024 / 4096 tokens of context): 17.5 / 17.5 / 14.7 GB/s, against 9.4 /
+// 10.0 / 4.7 with the generic tile (per-key widening, dot and horizontal sum, o in memory) and
 // 13.0 / 11.8 / 10.7 with all heads' chunk widened at once (128 KiB, out of L1).
 template <int64_t D>
-struct Avx2DecodeTile {
+struct Avx2Tile {
     static constexpr int64_t kVecs = D / 8;
     static constexpr int64_t kPassVecs = kVecs < 8 ? kVecs : 8;  // of o held in registers
 
@@ -202,56 +202,59 @@ struct Avx2DecodeTile {
         }
     }
 
-    // Widens `count` tokens' rows of KV heads [first_head, +heads) to F32 as out[h][j][D] in
-    // address order (I8 / F8E4M3 times their row scales); rows count..15 are zeroed. Each token's
-    // rows of the next chunk (from next_slot, unless it is -1) are prefetched meanwhile: without
-    // that the widening waited on DRAM for 44% of the tile's time (perf, batch 8).
+    // Widens `count` tokens' rows of KV head `kv_head` to F32 as out[j][D] (I8 / F8E4M3 times
+    // their row scales); rows count..15 are zeroed. The same head's rows of the next chunk (from
+    // next_slot, unless it is -1) are prefetched meanwhile: one head's rows are a whole token row
+    // apart, which the hardware prefetcher does not follow.
     static void widen_chunk(const KvCacheLayer& cache, const void* base, const float* scales, int64_t slot,
-                            int64_t first_head, int64_t heads, int64_t count, int64_t next_slot, float* out) {
+                            int64_t kv_head, int64_t count, int64_t next_slot, float* out) {
         const Avx2Ops ops{D};
-        const int64_t element_bytes = int64_t(dtype_size_bytes(cache.dtype));
-        const int64_t span_bytes = heads * D * element_bytes;  // one token's rows of these heads
+        const int64_t row_bytes = D * int64_t(dtype_size_bytes(cache.dtype));
         for (int64_t j = 0; j < count; ++j) {
             if (next_slot >= 0) {
                 const char* next = static_cast<const char*>(base) +
-                                   ((next_slot + j) * cache.num_kv_heads + first_head) * D * element_bytes;
-                for (int64_t line = 0; line < span_bytes; line += 64) __builtin_prefetch(next + line);
+                                   ((next_slot + j) * cache.num_kv_heads + kv_head) * row_bytes;
+                for (int64_t line = 0; line < row_bytes; line += 64) __builtin_prefetch(next + line);
             }
-            for (int64_t h = 0; h < heads; ++h) {
-                const int64_t cache_row = (slot + j) * cache.num_kv_heads + first_head + h;
-                float* dst = out + (h * kKeyChunk + j) * D;
-                if (cache.dtype == DType::F32) {
-                    std::memcpy(dst, static_cast<const float*>(base) + cache_row * D, D * sizeof(float));
-                } else {
-                    ops.widen(base, cache.dtype, cache_row * D, scales ? scales[cache_row] : 1.0f, dst);
-                }
+            const int64_t cache_row = (slot + j) * cache.num_kv_heads + kv_head;
+            if (cache.dtype == DType::F32) {
+                std::memcpy(out + j * D, static_cast<const float*>(base) + cache_row * D, D * sizeof(float));
+            } else {
+                ops.widen(base, cache.dtype, cache_row * D, scales ? scales[cache_row] : 1.0f, out + j * D);
             }
         }
-        for (int64_t h = 0; count < kKeyChunk && h < heads; ++h)
-            std::memset(out + (h * kKeyChunk + count) * D, 0,
-                        size_t((kKeyChunk - count) * D) * sizeof(float));
+        if (count < kKeyChunk)
+            std::memset(out + count * D, 0, size_t((kKeyChunk - count) * D) * sizeof(float));
     }
 
-    static int64_t scratch_floats(int64_t num_rows, int64_t heads) {
-        return 2 * heads * kKeyChunk * D + 2 * num_rows * D + 2 * num_rows;
+    static int64_t scratch_floats(int64_t num_rows) {
+        return 2 * kKeyChunk * D + 2 * num_rows * D + 2 * num_rows;
     }
 
+    // Rows are the query heads of KV heads [w.kv_head, +w.kv_head_count) (several only in
+    // decode) for each of the tile's tokens, token-major; each row sees the keys up to its
+    // token's position.
     static void run(const AttentionArgs& a, const AttentionTile& w, float* scratch) {
         const KvCacheLayer& cache = a.cache;
         const int64_t group = a.num_heads / cache.num_kv_heads;
         const int64_t heads = w.kv_head_count;
-        const int64_t num_rows = group * heads;
-        const int64_t token = a.cu_seqlens_q[w.seq];
-        const int64_t num_keys = min_i64(w.key_end, a.context_lens[w.seq]);
-        float* k_chunk = scratch;                          // [heads][16][D]
-        float* v_chunk = k_chunk + heads * kKeyChunk * D;  // [heads][16][D]
-        float* q = v_chunk + heads * kKeyChunk * D;        // [num_rows][D], scaled
-        float* o = q + num_rows * D;                       // [num_rows][D]
+        const int64_t rows_per_token = group * heads;
+        const int64_t num_rows = rows_per_token * w.num_tokens;
+        const int64_t q_begin = a.cu_seqlens_q[w.seq];
+        const int64_t q_len = a.cu_seqlens_q[w.seq + 1] - q_begin;
+        const int64_t first_token = q_begin + w.token_begin;
+        const int64_t first_pos = a.context_lens[w.seq] - q_len + w.token_begin;  // of the first token
+        const int64_t num_keys = min_i64(first_pos + w.num_tokens, w.key_end);
+        float* k_chunk = scratch;                  // [16][D]
+        float* v_chunk = k_chunk + kKeyChunk * D;  // [16][D]
+        float* q = v_chunk + kKeyChunk * D;        // [num_rows][D], scaled
+        float* o = q + num_rows * D;               // [num_rows][D]
         float* m = o + num_rows * D;
         float* l = m + num_rows;
         const int64_t first_head = w.kv_head * group;
         for (int64_t r = 0; r < num_rows; ++r) {
-            const float* src = a.q + token * a.q_token_stride + (first_head + r) * D;
+            const int64_t token = first_token + r / rows_per_token, head = first_head + r % rows_per_token;
+            const float* src = a.q + token * a.q_token_stride + head * D;
             for (int64_t d = 0; d < D; ++d) q[r * D + d] = src[d] * a.scale, o[r * D + d] = 0.0f;
             m[r] = -INFINITY;
             l[r] = 0.0f;
@@ -267,43 +270,46 @@ struct Avx2DecodeTile {
                                                 next_key % cache.block_size
                                           : -1;
             for (int64_t h = 0; h < heads; ++h) {
-                widen_chunk(cache, cache.k, cache.k_scale, slot, w.kv_head + h, 1, count, next_slot, k_chunk);
-                widen_chunk(cache, cache.v, cache.v_scale, slot, w.kv_head + h, 1, count, next_slot, v_chunk);
-                for (int64_t r = h * group; r < (h + 1) * group; ++r)
-                    attend_row(q + r * D, k_chunk, v_chunk, count, o + r * D, m[r], l[r]);
+                widen_chunk(cache, cache.k, cache.k_scale, slot, w.kv_head + h, count, next_slot, k_chunk);
+                widen_chunk(cache, cache.v, cache.v_scale, slot, w.kv_head + h, count, next_slot, v_chunk);
+                for (int64_t t = 0; t < w.num_tokens; ++t) {
+                    // Causal mask: the visible keys of this chunk are a prefix of it.
+                    const int64_t visible = min_i64(count, first_pos + t - key0 + 1);
+                    if (visible <= 0) continue;
+                    for (int64_t r = t * rows_per_token + h * group; r < t * rows_per_token + (h + 1) * group;
+                         ++r)
+                        attend_row(q + r * D, k_chunk, v_chunk, visible, o + r * D, m[r], l[r]);
+                }
             }
             key0 += count;
         }
-        finish_f32_rows<D>(a, w, token, first_head, num_rows, o, m, l);
+        finish_f32_rows<D>(a, w, first_token, first_head, rows_per_token, num_rows, o, m, l);
     }
 };
 
 template <typename Fn>
-bool dispatch_decode_head_dim(int64_t head_dim, Fn&& fn) {
+bool dispatch_tile_head_dim(int64_t head_dim, Fn&& fn) {
     return dispatch_constant<16, 32, 64, 128, 256>(head_dim, std::forward<Fn>(fn));
 }
 
 }  // namespace
 
-bool attention_decode_avx2_supports(int64_t head_dim) {
-    return dispatch_decode_head_dim(head_dim, [](auto) {});
+bool attention_avx2_supports(int64_t head_dim) {
+    return dispatch_tile_head_dim(head_dim, [](auto) {});
 }
 
-int64_t attention_decode_avx2_scratch_floats(int64_t head_dim, int64_t num_rows, int64_t kv_heads) {
-    int64_t floats = 0;
-    dispatch_decode_head_dim(head_dim, [&](auto d) {
-        floats = Avx2DecodeTile<decltype(d)::value>::scratch_floats(num_rows, kv_heads);
+int64_t attention_avx2_scratch_floats(int64_t head_dim, int64_t num_rows) {
+    int64_t floats = attention_scratch_floats(head_dim);
+    dispatch_tile_head_dim(head_dim, [&](auto d) {
+        floats = max_i64(floats, Avx2Tile<decltype(d)::value>::scratch_floats(max_i64(num_rows, kTileRows)));
     });
     return floats;
 }
 
-void attention_decode_tile_avx2(const AttentionArgs& args, const AttentionTile& tile, float* scratch) {
-    dispatch_decode_head_dim(args.cache.head_dim,
-                             [&](auto d) { Avx2DecodeTile<decltype(d)::value>::run(args, tile, scratch); });
-}
-
 void attention_tile_avx2(const AttentionArgs& args, const AttentionTile& tile, float* scratch) {
-    attention_tile(Avx2Ops{args.cache.head_dim}, args, tile, scratch);
+    const bool fixed_dim = dispatch_tile_head_dim(
+        args.cache.head_dim, [&](auto d) { Avx2Tile<decltype(d)::value>::run(args, tile, scratch); });
+    if (!fixed_dim) attention_tile(Avx2Ops{args.cache.head_dim}, args, tile, scratch);
 }
 
 }  // namespace lmrun::kernels

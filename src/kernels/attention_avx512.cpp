@@ -208,7 +208,7 @@ struct DecodeTile {
             }
             key0 += count;
         }
-        finish_f32_rows<D>(a, w, token, first_head, num_rows, o, m, l);
+        finish_f32_rows<D>(a, w, token, first_head, num_rows, num_rows, o, m, l);
     }
 };
 
@@ -450,7 +450,7 @@ struct ScaledTile {
             }
             key0 += count;
         }
-        finish_f32_rows<D>(a, w, token, first_head, num_rows, o, m, l);
+        finish_f32_rows<D>(a, w, token, first_head, num_rows, num_rows, o, m, l);
     }
 };
 

@@ -47,9 +47,8 @@ struct AttentionTile {
     int64_t key_begin = 0;
     int64_t key_end = INT64_MAX;
     float* partial = nullptr;
-    // KV heads [kv_head, kv_head + kv_head_count): more than one only for the decode tiles
-    // (AVX-512, and AVX2 for the usual head sizes), which then read each chunk's contiguous K/V
-    // rows of all heads together.
+    // KV heads [kv_head, kv_head + kv_head_count): more than one only for decode tiles (AVX-512,
+    // and AVX2 for the usual head sizes), which then read all heads' rows of each chunk.
     int64_t kv_head_count = 1;
 };
 
@@ -74,12 +73,12 @@ inline int64_t attention_scratch_floats(int64_t head_dim) {
     return 2 * kTileRows * head_dim + 2 * kTileRows + head_dim + kKeyChunk * head_dim + kTileRows * kKeyChunk;
 }
 
+// AVX2 tiles, any cache dtype. For head_dim 16, 32, 64, 128 or 256 (attention_avx2_supports) a
+// decode tile may hold several KV heads; other head sizes take one KV head per tile.
+bool attention_avx2_supports(int64_t head_dim);
 void attention_tile_avx2(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
-// Decode tiles (one KV head or several) on AVX2, any cache dtype, for head_dim 16, 32, 64, 128
-// or 256 (others take the generic tile).
-bool attention_decode_avx2_supports(int64_t head_dim);
-void attention_decode_tile_avx2(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
-int64_t attention_decode_avx2_scratch_floats(int64_t head_dim, int64_t num_rows, int64_t kv_heads);
+// Scratch floats of an AVX2 tile of up to max(num_rows, kTileRows) rows.
+int64_t attention_avx2_scratch_floats(int64_t head_dim, int64_t num_rows);
 // head_dim is specialised at compile time for AVX-512 (16, 32, 64, 128, 256); others use AVX2.
 bool attention_avx512_supports(int64_t head_dim);
 void attention_tile_avx512(const AttentionArgs& args, const AttentionTile& tile, float* scratch);

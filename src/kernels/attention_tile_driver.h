@@ -104,10 +104,12 @@ void attend_chunk(const Ops& ops, const TileRows& t, int64_t row, int64_t num_ke
 }
 
 // The end of a tile that keeps its rows' o in F32: the unnormalised state for a split-K merge
-// (attention.cpp), or o / l into the output rows of heads [first_head, +num_rows) of `token`.
+// (attention.cpp), or o / l into the output rows. Row r is head first_head + r % rows_per_token
+// of token first_token + r / rows_per_token.
 template <int64_t D>
-void finish_f32_rows(const AttentionArgs& a, const AttentionTile& w, int64_t token, int64_t first_head,
-                     int64_t num_rows, const float* o, const float* m, const float* l) {
+void finish_f32_rows(const AttentionArgs& a, const AttentionTile& w, int64_t first_token, int64_t first_head,
+                     int64_t rows_per_token, int64_t num_rows, const float* o, const float* m,
+                     const float* l) {
     if (w.partial) {
         for (int64_t r = 0; r < num_rows; ++r) {
             for (int64_t d = 0; d < D; ++d) w.partial[r * D + d] = o[r * D + d];
@@ -116,7 +118,8 @@ void finish_f32_rows(const AttentionArgs& a, const AttentionTile& w, int64_t tok
         return;
     }
     for (int64_t r = 0; r < num_rows; ++r) {
-        float* out = a.out + (token * a.num_heads + first_head + r) * D;
+        const int64_t token = first_token + r / rows_per_token, head = first_head + r % rows_per_token;
+        float* out = a.out + (token * a.num_heads + head) * D;
         const float inverse = 1.0f / l[r];
         for (int64_t d = 0; d < D; ++d) out[d] = o[r * D + d] * inverse;
     }
