@@ -167,8 +167,8 @@ struct Avx2Tile {
         return reduce8(dots);
     }
 
-    // One row against the chunk's `count` keys (keys [16][D], rows from count on are zero):
-    // online-softmax update of its o, m, l.
+    // One row against the first `count` keys of the chunk (keys [16][D]: the later ones are
+    // masked out, and zero past the chunk's end): online-softmax update of its o, m, l.
     static void attend_row(const float* q, const float* keys, const float* values, int64_t count, float* o,
                            float& m, float& l) {
         const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
