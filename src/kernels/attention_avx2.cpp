@@ -252,23 +252,13 @@ struct Avx2Tile {
         float* m = o + num_rows * D;
         float* l = m + num_rows;
         const int64_t first_head = w.kv_head * group;
-        for (int64_t r = 0; r < num_rows; ++r) {
-            const int64_t token = first_token + r / rows_per_token, head = first_head + r % rows_per_token;
-            const float* src = a.q + token * a.q_token_stride + head * D;
-            for (int64_t d = 0; d < D; ++d) q[r * D + d] = src[d] * a.scale, o[r * D + d] = 0.0f;
-            m[r] = -INFINITY;
-            l[r] = 0.0f;
-        }
+        init_f32_rows<D>(a, first_token, first_head, rows_per_token, num_rows, q, o, m, l);
         const int32_t* blocks = a.block_tables + w.seq * a.max_blocks_per_seq;
         for (int64_t key0 = w.key_begin; key0 < num_keys;) {
-            const int64_t offset = key0 % cache.block_size;
-            const int64_t count = min_i64(min_i64(kKeyChunk, cache.block_size - offset), num_keys - key0);
-            const int64_t slot = int64_t(blocks[key0 / cache.block_size]) * cache.block_size + offset;
+            const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
             const int64_t next_key = key0 + count;
-            const int64_t next_slot = next_key < num_keys
-                                          ? int64_t(blocks[next_key / cache.block_size]) * cache.block_size +
-                                                next_key % cache.block_size
-                                          : -1;
+            const int64_t next_slot =
+                next_key < num_keys ? key_chunk(cache, blocks, next_key, num_keys).slot : -1;
             for (int64_t h = 0; h < heads; ++h) {
                 widen_chunk(cache, cache.k, cache.k_scale, slot, w.kv_head + h, count, next_slot, k_chunk);
                 widen_chunk(cache, cache.v, cache.v_scale, slot, w.kv_head + h, count, next_slot, v_chunk);

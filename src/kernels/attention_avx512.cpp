@@ -188,17 +188,10 @@ struct DecodeTile {
         float* m = o + num_rows * D;
         float* l = m + num_rows;
         const int64_t first_head = w.kv_head * group;
-        for (int64_t r = 0; r < num_rows; ++r) {
-            const float* src = a.q + token * a.q_token_stride + (first_head + r) * D;
-            for (int64_t d = 0; d < D; ++d) q[r * D + d] = src[d] * a.scale, o[r * D + d] = 0.0f;
-            m[r] = -INFINITY;
-            l[r] = 0.0f;
-        }
+        init_f32_rows<D>(a, token, first_head, num_rows, num_rows, q, o, m, l);
         const int32_t* blocks = a.block_tables + w.seq * a.max_blocks_per_seq;
         for (int64_t key0 = w.key_begin; key0 < num_keys;) {
-            const int64_t offset = key0 % cache.block_size;
-            const int64_t count = min_i64(min_i64(kKeyChunk, cache.block_size - offset), num_keys - key0);
-            const int64_t slot = int64_t(blocks[key0 / cache.block_size]) * cache.block_size + offset;
+            const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
             for (int64_t h = 0; h < heads; ++h) {
                 widen_chunk(cache, cache.k, slot, w.kv_head + h, 1, count, k_chunk);
                 widen_chunk(cache, cache.v, slot, w.kv_head + h, 1, count, v_chunk);
@@ -307,9 +300,7 @@ struct Bf16Tile {
         const auto* k_cache = static_cast<const uint16_t*>(cache.k);
         const auto* v_cache = static_cast<const uint16_t*>(cache.v);
         for (int64_t key0 = w.key_begin; key0 < num_keys;) {
-            const int64_t offset = key0 % cache.block_size;
-            const int64_t count = min_i64(min_i64(kKeyChunk, cache.block_size - offset), num_keys - key0);
-            const int64_t slot = int64_t(blocks[key0 / cache.block_size]) * cache.block_size + offset;
+            const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
             // Heads in address order: a token's KV heads are adjacent in the cache.
             for (int64_t h = 0; h < w.kv_head_count; ++h) {
                 const int64_t first = (slot * cache.num_kv_heads + w.kv_head + h) * D;
@@ -414,21 +405,14 @@ struct ScaledTile {
         float* m = o + num_rows * D;
         float* l = m + num_rows;
         const int64_t first_head = w.kv_head * group;
-        for (int64_t r = 0; r < num_rows; ++r) {
-            const float* src = a.q + token * a.q_token_stride + (first_head + r) * D;
-            for (int64_t d = 0; d < D; ++d) q[r * D + d] = src[d] * a.scale, o[r * D + d] = 0.0f;
-            m[r] = -INFINITY;
-            l[r] = 0.0f;
-        }
+        init_f32_rows<D>(a, token, first_head, num_rows, num_rows, q, o, m, l);
         const int32_t* blocks = a.block_tables + w.seq * a.max_blocks_per_seq;
         const int64_t stride = cache.num_kv_heads * D;
         const auto* k_cache = static_cast<const uint8_t*>(cache.k);
         const auto* v_cache = static_cast<const uint8_t*>(cache.v);
         alignas(64) float k_scales[16], v_scales[16];
         for (int64_t key0 = w.key_begin; key0 < num_keys;) {
-            const int64_t offset = key0 % cache.block_size;
-            const int64_t count = min_i64(min_i64(kKeyChunk, cache.block_size - offset), num_keys - key0);
-            const int64_t slot = int64_t(blocks[key0 / cache.block_size]) * cache.block_size + offset;
+            const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
             for (int64_t h = 0; h < w.kv_head_count; ++h) {
                 const int64_t head = w.kv_head + h;
                 for (int64_t j = 0; j < count; ++j) {

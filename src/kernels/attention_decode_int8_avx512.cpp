@@ -181,9 +181,7 @@ struct Int8VnniTile {
         const auto* v_cache = static_cast<const int8_t*>(cache.v);
         alignas(64) float k_scales[16], v_scales[16];
         for (int64_t key0 = w.key_begin; key0 < num_keys;) {
-            const int64_t offset = key0 % cache.block_size;
-            const int64_t count = min_i64(min_i64(kKeyChunk, cache.block_size - offset), num_keys - key0);
-            const int64_t slot = int64_t(blocks[key0 / cache.block_size]) * cache.block_size + offset;
+            const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
             // Heads in address order: a token's KV heads are adjacent in the cache.
             for (int64_t h = 0; h < w.kv_head_count; ++h) {
                 const int64_t head = w.kv_head + h;

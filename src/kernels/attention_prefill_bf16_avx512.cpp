@@ -149,9 +149,7 @@ struct PrefillTile {
         const int32_t* blocks = a.block_tables + w.seq * a.max_blocks_per_seq;
         const int64_t stride = cache.num_kv_heads * D;
         for (int64_t key0 = w.key_begin; key0 < num_keys;) {
-            const int64_t offset = key0 % cache.block_size;
-            const int64_t count = min_i64(min_i64(kKeyChunk, cache.block_size - offset), num_keys - key0);
-            const int64_t slot = int64_t(blocks[key0 / cache.block_size]) * cache.block_size + offset;
+            const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
             const int64_t first = (slot * cache.num_kv_heads + w.kv_head) * D;
             gather_keys(static_cast<const uint16_t*>(cache.k) + first, stride, count, keys_t);
             interleave_values(static_cast<const uint16_t*>(cache.v) + first, stride, count, values_i);

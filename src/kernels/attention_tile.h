@@ -52,6 +52,21 @@ struct AttentionTile {
     int64_t kv_head_count = 1;
 };
 
+// The keys a tile reads together from key0 on: at most kKeyChunk, inside one cache block, before
+// num_keys; `slot` is the first one's cache slot (blocks: the sequence's block table).
+struct KeyChunk {
+    int64_t slot;
+    int64_t count;
+};
+namespace {  // ISA-specific units include this (why: isa_local_math.h)
+inline KeyChunk key_chunk(const KvCacheLayer& cache, const int32_t* blocks, int64_t key0, int64_t num_keys) {
+    const int64_t offset = key0 % cache.block_size;
+    const int64_t in_block = cache.block_size - offset < kKeyChunk ? cache.block_size - offset : kKeyChunk;
+    return {int64_t(blocks[key0 / cache.block_size]) * cache.block_size + offset,
+            in_block < num_keys - key0 ? in_block : num_keys - key0};
+}
+}  // namespace
+
 inline int64_t attention_partial_floats(int64_t head_dim) {
     return kTileRows * (head_dim + 2);
 }

@@ -103,6 +103,21 @@ void attend_chunk(const Ops& ops, const TileRows& t, int64_t row, int64_t num_ke
     ops.accumulate(o, scores, num_keys, values, value_stride);
 }
 
+// The start of a tile that keeps its rows in F32: q (scaled by a.scale) and a zero o, m = -inf,
+// l = 0 per row. Row r is head first_head + r % rows_per_token of token first_token +
+// r / rows_per_token, as in finish_f32_rows.
+template <int64_t D>
+void init_f32_rows(const AttentionArgs& a, int64_t first_token, int64_t first_head, int64_t rows_per_token,
+                   int64_t num_rows, float* q, float* o, float* m, float* l) {
+    for (int64_t r = 0; r < num_rows; ++r) {
+        const int64_t token = first_token + r / rows_per_token, head = first_head + r % rows_per_token;
+        const float* src = a.q + token * a.q_token_stride + head * D;
+        for (int64_t d = 0; d < D; ++d) q[r * D + d] = src[d] * a.scale, o[r * D + d] = 0.0f;
+        m[r] = -INFINITY;
+        l[r] = 0.0f;
+    }
+}
+
 // The end of a tile that keeps its rows' o in F32: the unnormalised state for a split-K merge
 // (attention.cpp), or o / l into the output rows. Row r is head first_head + r % rows_per_token
 // of token first_token + r / rows_per_token.
@@ -147,16 +162,10 @@ void attention_tile(const Ops& ops, const AttentionArgs& a, const AttentionTile&
     const int64_t num_keys = min_i64(first_pos + w.num_tokens, w.key_end);  // ≤ last query position
     const int64_t row_bytes = head_dim * int64_t(dtype_size_bytes(cache.dtype));
     for (int64_t key0 = w.key_begin; key0 < num_keys;) {
-        int64_t offset = key0 % cache.block_size;
-        int64_t count = min_i64(min_i64(kKeyChunk, cache.block_size - offset), num_keys - key0);
-        int64_t slot = int64_t(blocks[key0 / cache.block_size]) * cache.block_size + offset;
-        int64_t next = key0 + kPrefetchKeys;
-        if (next < num_keys) {
-            int64_t next_slot =
-                int64_t(blocks[next / cache.block_size]) * cache.block_size + next % cache.block_size;
-            int64_t next_count =
-                min_i64(min_i64(kKeyChunk, cache.block_size - next % cache.block_size), num_keys - next);
-            prefetch_chunk(cache, next_slot, w.kv_head, next_count, row_bytes);
+        const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
+        if (key0 + kPrefetchKeys < num_keys) {
+            const KeyChunk next = key_chunk(cache, blocks, key0 + kPrefetchKeys, num_keys);
+            prefetch_chunk(cache, next.slot, w.kv_head, next.count, row_bytes);
         }
         // Scores of every row against every key of the chunk, each key loaded (and widened) once.
         int64_t key_offset = (slot * cache.num_kv_heads + w.kv_head) * head_dim;
