@@ -7,6 +7,7 @@
 
 #include "kernels/linear_gemv.h"
 #include "kernels/linear_gemv_driver.h"
+#include "kernels/next_chunk_prefetch.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -20,29 +21,27 @@ namespace {
 // accumulators (one and two rows: `shifted`, below). Up to 48 rows share one
 // pass over the weights (the dispatch hands 9 rows and more to the AVX2 GEMM, which matched this
 // at 64 rows: both are bound by the FMAs there).
-// The passes over a chunk prefetch the next one into L2 (a step's 4 lines spread over the
-// passes), so that DRAM reads overlap the FMAs. One row, 2 threads, kernel_bench on Sapphire
+// The passes over a chunk prefetch the next one into L2 (NextChunkPrefetch), so that DRAM reads
+// overlap the FMAs. One row, 2 threads, kernel_bench on Sapphire
 // Rapids at LMRUN_ISA=avx2: 1.3-1.6x the GB/s of the previous kernel (half tiles, no prefetch) on
 // the Qwen3-0.6B shapes.
 struct Bf16Avx2 {
+    static_assert(kTileOutputs * 2 * sizeof(uint16_t) == NextChunkPrefetch::kStepBytes);
     static constexpr int64_t kCols = kTileOutputs;
     static constexpr int kMaxRows = 6;
     static constexpr int64_t kPassRows = 48;
     static constexpr int64_t kGroups = kTileOutputs / 8;
 
-    // Lines [line0, line1) of each step of next_chunk are prefetched (a step is 4 cache lines).
+    // prefetch.step(p) for each step p walked: this pass's share of the next chunk's lines.
     template <int R, int G>
     static void block(const uint16_t* w, int64_t num_pairs, const float* x, int64_t x_stride, float* acc,
-                      int64_t g0, const uint16_t* next_chunk, int line0, int line1) {
+                      int64_t g0, NextChunkPrefetch prefetch) {
         __m256 lo[R][G], hi[R][G];
         for (int r = 0; r < R; ++r)
             for (int g = 0; g < G; ++g) lo[r][g] = hi[r][g] = _mm256_setzero_ps();
         for (int64_t p = 0; p < num_pairs; ++p) {
             const uint16_t* wp = w + p * kTileOutputs * 2 + 16 * g0;
-            if (next_chunk) {
-                const char* line = reinterpret_cast<const char*>(next_chunk + p * kTileOutputs * 2);
-                for (int64_t i = line0; i < line1; ++i) _mm_prefetch(line + 64 * i, _MM_HINT_T1);
-            }
+            prefetch.step(p);
             __m256 w_lo[G], w_hi[G];
             for (int64_t g = 0; g < G; ++g) {
                 const __m256i pairs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + 16 * g));
@@ -74,17 +73,14 @@ struct Bf16Avx2 {
     // 2 rows: 21-22 GB/s against 17-19 with the unpacking block's four passes).
     template <int R, int G>
     static void shifted(const uint16_t* w, int64_t num_pairs, const float* x, int64_t x_stride, float* acc,
-                        int64_t g0, const uint16_t* next_chunk, int line0, int line1) {
+                        int64_t g0, NextChunkPrefetch prefetch) {
         __m256 sum[R][G];
         for (int r = 0; r < R; ++r)
             for (int g = 0; g < G; ++g) sum[r][g] = _mm256_loadu_ps(acc + r * kTileOutputs + 8 * (g0 + g));
         const __m256i high_half = _mm256_set1_epi32(int32_t(0xffff0000u));
         for (int64_t p = 0; p < num_pairs; ++p) {
             const uint16_t* wp = w + p * kTileOutputs * 2 + 16 * g0;
-            if (next_chunk) {
-                const char* line = reinterpret_cast<const char*>(next_chunk + p * kTileOutputs * 2);
-                for (int64_t i = line0; i < line1; ++i) _mm_prefetch(line + 64 * i, _MM_HINT_T1);
-            }
+            prefetch.step(p);
             __m256 x_even[R], x_odd[R];
             for (int r = 0; r < R; ++r) {
                 x_even[r] = _mm256_broadcast_ss(x + r * x_stride + 2 * p);
@@ -104,21 +100,18 @@ struct Bf16Avx2 {
             for (int g = 0; g < G; ++g) _mm256_storeu_ps(acc + r * kTileOutputs + 8 * (g0 + g), sum[r][g]);
     }
 
-    // All kGroups groups of the tile, G at a time. The prefetches of the next chunk are spread
-    // over the passes: issued all in the first, short pass they fill the line-fill buffers and
-    // stall its loads (kernel_bench, 2 rows in four passes: 17-19 GB/s spread, 15-16 all in the
-    // first pass, 11-13 with no prefetch).
+    // All kGroups groups of the tile, G at a time, the prefetches of the next chunk spread over
+    // the passes (next_chunk_prefetch.h says why).
     template <int R, int G, bool kShifted = false>
     static void tile(const uint16_t* w, int64_t num_pairs, const float* x, int64_t x_stride, float* acc,
                      const uint16_t* next_chunk) {
         constexpr int kPasses = int(kGroups / G);
+        const NextChunkPrefetch prefetch = NextChunkPrefetch::whole(next_chunk);
         for (int pass = 0; pass < kPasses; ++pass) {
-            const int line0 = pass * 4 / kPasses, line1 = (pass + 1) * 4 / kPasses;
-            const uint16_t* next = line1 > line0 ? next_chunk : nullptr;
             if constexpr (kShifted) {
-                shifted<R, G>(w, num_pairs, x, x_stride, acc, pass * G, next, line0, line1);
+                shifted<R, G>(w, num_pairs, x, x_stride, acc, pass * G, prefetch.pass(pass, kPasses));
             } else {
-                block<R, G>(w, num_pairs, x, x_stride, acc, pass * G, next, line0, line1);
+                block<R, G>(w, num_pairs, x, x_stride, acc, pass * G, prefetch.pass(pass, kPasses));
             }
         }
     }

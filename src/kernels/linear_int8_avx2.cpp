@@ -49,7 +49,7 @@ struct Int8Avx2 {
                     reinterpret_cast<const __m256i*>(acc + r * kTileOutputs + 8 * (g0 + g)));
         const __m256i ones = _mm256_set1_epi16(1);
         for (int64_t p = 0; p < quads; ++p) {
-            prefetch.quad(p);
+            prefetch.step(p);
             __m256i x_signed[R], x_abs[R];
             for (int r = 0; r < R; ++r) {
                 int32_t quad;

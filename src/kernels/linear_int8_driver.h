@@ -14,6 +14,7 @@
 
 #include "core/parallel.h"
 #include "kernels/linear_int8.h"
+#include "kernels/next_chunk_prefetch.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -23,6 +24,7 @@ inline int64_t int8_min(int64_t a, int64_t b) {
 }
 
 inline constexpr int64_t kInt8ChunkQuads = 64;  // 16 KiB of one tile's weights
+static_assert(kInt8QuadBytes == NextChunkPrefetch::kStepBytes);
 
 // Sums of a tile → y: removes the unsigned-x offset, applies both scales, adds the bias.
 template <bool kUnsignedX>
@@ -43,33 +45,12 @@ void dequantize_tile(const int32_t* acc, int64_t num_rows, const float* x_scales
     }
 }
 
-// The calls over a chunk prefetch the next chunk into L2 (the tiles of a thread are contiguous,
-// so after a tile's last chunk comes the next tile's first), each call some of the 4 cache
-// lines of every k-quad: DRAM reads then overlap the arithmetic instead of stalling the first
-// call on each chunk. Spread over the calls, not all in the first: issued at once they fill the
-// line-fill buffers and stall that call's own loads (as measured on the AVX2 BF16 GEMV).
-struct NextChunkPrefetch {
-    const int8_t* next = nullptr;  // null: this call prefetches nothing
-    int64_t line0 = 0, line1 = 0;  // lines [line0, line1) of each quad
-
-    void quad(int64_t p) const {
-        if (next == nullptr) return;
-        const int8_t* quad_lines = next + p * kInt8QuadBytes;
-        for (int64_t i = line0; i < line1; ++i) __builtin_prefetch(quad_lines + 64 * i, 0, 2);
-    }
-    // The part of this call's lines that the pass'th of `passes` passes over the chunk issues.
-    NextChunkPrefetch pass(int64_t index, int64_t passes) const {
-        const int64_t span = line1 - line0;
-        const int64_t begin = line0 + span * index / passes, end = line0 + span * (index + 1) / passes;
-        return {end > begin ? next : nullptr, begin, end};
-    }
-};
-
 // Kernel provides kCols (outputs per call), kMaxRows, kUnsignedX and
 //   run(rows, const int8_t* w, quads, const uint8_t* x, x_stride, int32_t* acc, NextChunkPrefetch)
 // adding Σ over `quads` k-quads of x[r] · w to acc[r * 64 + j], j < kCols (w and acc already
-// point at the column slice, x at the chunk's first k), and calling prefetch.quad(p) for each
-// quad p it walks (or prefetch.pass(...).quad(p) when it walks the chunk several times).
+// point at the column slice, x at the chunk's first k), and calling prefetch.step(p) for each
+// quad p it walks (or prefetch.pass(...).step(p) when it walks the chunk several times); the
+// calls over a chunk share the prefetch of the next one (next_chunk_prefetch.h).
 template <typename Kernel>
 void int8_tile(const uint8_t* xq, int64_t num_rows, const PackedLinear& w, int64_t tile, int32_t* acc) {
     const int8_t* weights = static_cast<const int8_t*>(w.data) + tile * w.tile_elements();
@@ -77,7 +58,6 @@ void int8_tile(const uint8_t* xq, int64_t num_rows, const PackedLinear& w, int64
     const int64_t quads = w.padded_in / 4;
     const int64_t calls =
         (num_rows + Kernel::kMaxRows - 1) / Kernel::kMaxRows * (kTileOutputs / Kernel::kCols);
-    constexpr int64_t kQuadLines = kInt8QuadBytes / 64;
     for (int64_t q0 = 0; q0 < quads; q0 += kInt8ChunkQuads) {
         const int64_t steps = int8_min(kInt8ChunkQuads, quads - q0);
         const int8_t* next_chunk = weights + (q0 + steps) * kInt8QuadBytes;
@@ -86,7 +66,7 @@ void int8_tile(const uint8_t* xq, int64_t num_rows, const PackedLinear& w, int64
             const int rows = int(int8_min(Kernel::kMaxRows, num_rows - r));
             for (int64_t col = 0; col < kTileOutputs; col += Kernel::kCols, ++call) {
                 const NextChunkPrefetch prefetch =
-                    NextChunkPrefetch{next_chunk, 0, kQuadLines}.pass(call, calls);
+                    NextChunkPrefetch::whole(next_chunk).pass(call, calls);
                 Kernel::run(rows, weights + q0 * kInt8QuadBytes + col * 4, steps,
                             xq + r * w.padded_in + q0 * 4, w.padded_in, acc + r * kTileOutputs + col,
                             prefetch);
