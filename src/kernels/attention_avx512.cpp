@@ -1,13 +1,7 @@
 // AVX-512 vector ops for the attention tile (attention_tile_driver.h), with head_dim a
 // compile-time constant so each row lives in D/16 registers.
-// GCC 12 reports _mm512_undefined_ps() inside its own intrinsics as maybe-uninitialized, and
-// in _mm512_shuffle_f32x4 (the lane reduction) as uninitialized.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
-#include <immintrin.h>
+#include "kernels/avx512_intrinsics.h"
 
 #include "kernels/attention_bf16_lanes.h"
 #include "kernels/attention_reduce_avx512.h"

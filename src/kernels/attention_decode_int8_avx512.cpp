@@ -22,13 +22,9 @@
 // (kernel_bench, batch 8, 4096 keys, 2 threads, Sapphire Rapids VM: 3.04 against 3.36 ms, the
 // widening tile 9.0 ms; medians of 5 alternating runs beside a neighbour's load), as both are
 // close to the KV read bandwidth there.
-// GCC 12 reports _mm512_undefined_*() inside its own intrinsics as maybe-uninitialized.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
-#include <immintrin.h>
+#include "kernels/avx512_intrinsics.h"
+
 #include <math.h>
 
 #include <cstdint>

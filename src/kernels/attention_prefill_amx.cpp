@@ -9,14 +9,9 @@
 //     from the row block's F32 output and stored back.
 // q and p are rounded to BF16 and sums are F32, as in the AVX512_BF16 tiles. The tile
 // configuration (linear_amx.h) is the caller's: paged_attention loads it on each thread.
-// GCC 12 reports _mm512_undefined_ps() inside its own intrinsics (the shuffles of the
-// transpose) as uninitialized.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
-#include <immintrin.h>
+#include "kernels/avx512_intrinsics.h"
+
 #include <math.h>
 
 #include <cstdint>

@@ -6,14 +6,9 @@
 // widening. q and p are rounded to BF16, sums are F32 (as in the decode tile).
 // Measured (kernel_bench, 16 heads, d=128, 2 threads, per layer): a 512-token prompt 12.5 -> 6-8 ms,
 // 2048 tokens ~150 -> 88-100 ms, against the F32 tile it replaces.
-// GCC 12 reports _mm512_undefined_ps() inside its own intrinsics as maybe-uninitialized, and
-// in the lane reductions (_mm512_reduce_*_ps) as uninitialized.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
-#include <immintrin.h>
+#include "kernels/avx512_intrinsics.h"
+
 #include <math.h>
 
 #include <cstdint>

@@ -12,14 +12,8 @@
 //              B = tmm6/7: each loaded tile feeds two dot products.
 // A thread walks whole weight tiles; a tile's weights stay in L2 while every row block passes
 // over them, so DRAM sees each weight byte once per call (per row panel for long prefills).
-// GCC 12 reports _mm512_undefined_ps() inside its own intrinsics as maybe-uninitialized (and,
-// at -Og as in the sanitizer build, as uninitialized).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
-#include <immintrin.h>
+#include "kernels/avx512_intrinsics.h"
 
 #include <vector>
 

@@ -7,14 +7,8 @@
 // it loads 4 weight vectors and broadcasts kRowBlock activation pairs for 24 dot products. A
 // thread walks whole tiles; one tile's weights (K/2 pairs × 256 B, ≤ 384 KiB here) stay in L2
 // while every row block passes over them, so DRAM sees each weight byte once per call.
-// GCC 12 reports _mm512_undefined_ps() inside its own intrinsics as maybe-uninitialized (and,
-// at -Og as in the sanitizer build, as uninitialized).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
-#include <immintrin.h>
+#include "kernels/avx512_intrinsics.h"
 
 #include <cstring>
 

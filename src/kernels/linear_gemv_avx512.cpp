@@ -1,14 +1,8 @@
 // AVX-512 GEMV micro-kernels over the packed tiles (layout in linear_gemv.h).
 // BF16 weights are widened to F32 with a shift/mask (exact), so the result keeps F32-activation
 // accuracy; the loop is bound by the weight stream, not by the FMAs, for up to 4 rows.
-// GCC 12 reports _mm512_undefined_ps() inside its own intrinsics as maybe-uninitialized (and,
-// at -Og as in the sanitizer build, as uninitialized).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
-#include <immintrin.h>
+#include "kernels/avx512_intrinsics.h"
 
 #include "kernels/dispatch_constant.h"
 #include "kernels/linear_gemv.h"

@@ -7,14 +7,8 @@
 // row stride. x is quantized per row to q_x + 128 (tdpbusd multiplies unsigned by signed bytes)
 // into a per-thread buffer of rows padded to 32; the int32 sums go through the tiles to a small
 // buffer, then compensation, scales and bias are applied (linear_int8_driver.h).
-// GCC 12 reports _mm512_undefined_ps() inside its own intrinsics as maybe-uninitialized (and,
-// at -Og as in the sanitizer build, as uninitialized).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
-#include <immintrin.h>
+#include "kernels/avx512_intrinsics.h"
 
 #include <vector>
 

@@ -8,14 +8,8 @@
 // Neither prefetches the next chunk (the AVX2 kernel does): on Sapphire Rapids with VNNI, int8
 // decode at batch 1-8 read weights at 80-97% of the bandwidth without it, and the prefetches
 // changed nothing measurable (lmrun bench, medians of 3 alternating rounds: 0.92-1.12x).
-// GCC 12 reports _mm512_undefined_ps() inside its own intrinsics as maybe-uninitialized (and,
-// at -Og as in the sanitizer build, as uninitialized).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
-#include <immintrin.h>
+#include "kernels/avx512_intrinsics.h"
 
 #include "kernels/linear_int8.h"
 #include "kernels/linear_int8_driver.h"
