@@ -65,8 +65,7 @@ void int8_tile(const uint8_t* xq, int64_t num_rows, const PackedLinear& w, int64
         for (int64_t r = 0; r < num_rows; r += Kernel::kMaxRows) {
             const int rows = int(int8_min(Kernel::kMaxRows, num_rows - r));
             for (int64_t col = 0; col < kTileOutputs; col += Kernel::kCols, ++call) {
-                const NextChunkPrefetch prefetch =
-                    NextChunkPrefetch::whole(next_chunk).pass(call, calls);
+                const NextChunkPrefetch prefetch = NextChunkPrefetch::whole(next_chunk).pass(call, calls);
                 Kernel::run(rows, weights + q0 * kInt8QuadBytes + col * 4, steps,
                             xq + r * w.padded_in + q0 * 4, w.padded_in, acc + r * kTileOutputs + col,
                             prefetch);
