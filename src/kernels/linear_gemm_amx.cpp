@@ -20,6 +20,7 @@
 #include "core/parallel.h"
 #include "kernels/linear_amx.h"
 #include "kernels/linear_gemv.h"
+#include "kernels/next_chunk_prefetch.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -60,13 +61,14 @@ void store_block(const float* c, int64_t c_stride, int64_t rows, int64_t count, 
 
 // One 16-row block × the tile's 64 outputs.
 void tile_rows16(const uint16_t* tile, int64_t num_pairs, const uint16_t* x, int64_t x_stride_bytes,
-                 float* c_buffer) {
+                 float* c_buffer, NextTilePrefetch& prefetch) {
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
     _tile_zero(3);
     for (int64_t p = 0; p < num_pairs; p += kPairsPerStep) {
         const uint16_t* wp = tile + p * kTileOutputs * 2;
+        prefetch.step();
         _tile_loadd(4, x + 2 * p, x_stride_bytes);
         _tile_loadd(5, wp, 256);
         _tile_dpbf16ps(0, 4, 5);
@@ -85,7 +87,7 @@ void tile_rows16(const uint16_t* tile, int64_t num_pairs, const uint16_t* x, int
 
 // Two 16-row blocks × outputs [32h, 32h + 32) of the tile.
 void tile_rows32(const uint16_t* tile, int64_t num_pairs, const uint16_t* x, int64_t x_stride_bytes,
-                 int64_t h, float* c_buffer) {
+                 int64_t h, float* c_buffer, NextTilePrefetch& prefetch) {
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
@@ -94,6 +96,7 @@ void tile_rows32(const uint16_t* tile, int64_t num_pairs, const uint16_t* x, int
     const uint16_t* x_high = x + kAmxRows * (x_stride_bytes / 2);
     for (int64_t p = 0; p < num_pairs; p += kPairsPerStep) {
         const uint16_t* wp = tile + p * kTileOutputs * 2 + 64 * h;
+        prefetch.step();
         _tile_loadd(4, x_low + 2 * p, x_stride_bytes);
         _tile_loadd(6, wp, 256);
         _tile_loadd(5, x_high + 2 * p, x_stride_bytes);
@@ -118,13 +121,17 @@ void gemm_tiles(const uint16_t* xb, int64_t row_begin, int64_t row_end, const Pa
     const int64_t num_pairs = w.padded_in / 2;
     const int64_t x_stride_bytes = w.padded_in * 2;
     const int64_t rows = row_end - row_begin;
+    const int64_t tile_bytes = w.tile_elements() * 2;
+    const int64_t steps = (rows <= kAmxRows ? 1 : (rows + 2 * kAmxRows - 1) / (2 * kAmxRows) * 2) *
+                          (num_pairs / kPairsPerStep);
     for (int64_t t = tile_begin; t < tile_end; ++t) {
         const uint16_t* tile = data + t * w.tile_elements();
+        NextTilePrefetch prefetch(t + 1 < tile_end ? tile + w.tile_elements() : nullptr, tile_bytes, steps);
         const int64_t n0 = t * kTileOutputs;
         const int64_t count = min_i64(kTileOutputs, w.out_features - n0);
         const float* tile_bias = bias ? bias + n0 : nullptr;
         if (rows <= kAmxRows) {
-            tile_rows16(tile, num_pairs, xb + row_begin * w.padded_in, x_stride_bytes, c_buffer);
+            tile_rows16(tile, num_pairs, xb + row_begin * w.padded_in, x_stride_bytes, c_buffer, prefetch);
             for (int64_t j = 0; j < 4; ++j)
                 store_block(c_buffer + 16 * j, 64, rows, count - 16 * j,
                             tile_bias ? tile_bias + 16 * j : nullptr,
@@ -134,7 +141,7 @@ void gemm_tiles(const uint16_t* xb, int64_t row_begin, int64_t row_end, const Pa
         for (int64_t r = row_begin; r < row_end; r += 2 * kAmxRows) {
             const int64_t block_rows = min_i64(2 * kAmxRows, row_end - r);
             for (int64_t h = 0; h < 2; ++h) {
-                tile_rows32(tile, num_pairs, xb + r * w.padded_in, x_stride_bytes, h, c_buffer);
+                tile_rows32(tile, num_pairs, xb + r * w.padded_in, x_stride_bytes, h, c_buffer, prefetch);
                 for (int64_t j = 0; j < 2; ++j) {
                     const int64_t col = 32 * h + 16 * j;
                     store_block(c_buffer + 16 * j, 32, block_rows, count - col,

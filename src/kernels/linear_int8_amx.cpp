@@ -25,13 +25,15 @@ constexpr int64_t kQuadsPerStep = 16;              // k-quads of a B tile (64 k)
 constexpr int64_t kPanelBytes = int64_t(1) << 20;  // x bytes handled per pass over the weights
 
 // One 16-row block × the tile's 64 outputs → c [16][64].
-void tile_rows16(const int8_t* tile, int64_t quads, const uint8_t* x, int64_t x_stride, int32_t* c) {
+void tile_rows16(const int8_t* tile, int64_t quads, const uint8_t* x, int64_t x_stride, int32_t* c,
+                 NextTilePrefetch& prefetch) {
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
     _tile_zero(3);
     for (int64_t p = 0; p < quads; p += kQuadsPerStep) {
         const int8_t* wp = tile + p * kInt8QuadBytes;
+        prefetch.step();
         _tile_loadd(4, x + 4 * p, x_stride);
         _tile_loadd(5, wp, kInt8QuadBytes);
         _tile_dpbusd(0, 4, 5);
@@ -50,7 +52,7 @@ void tile_rows16(const int8_t* tile, int64_t quads, const uint8_t* x, int64_t x_
 
 // Two 16-row blocks × outputs [32h, 32h + 32) → c [32][64] at columns 32h.
 void tile_rows32(const int8_t* tile, int64_t quads, const uint8_t* x, int64_t x_stride, int64_t h,
-                 int32_t* c) {
+                 int32_t* c, NextTilePrefetch& prefetch) {
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
@@ -58,6 +60,7 @@ void tile_rows32(const int8_t* tile, int64_t quads, const uint8_t* x, int64_t x_
     const uint8_t* x_high = x + kAmxRows * x_stride;
     for (int64_t p = 0; p < quads; p += kQuadsPerStep) {
         const int8_t* wp = tile + p * kInt8QuadBytes + 128 * h;
+        prefetch.step();
         _tile_loadd(4, x + 4 * p, x_stride);
         _tile_loadd(6, wp, kInt8QuadBytes);
         _tile_loadd(5, x_high + 4 * p, x_stride);
@@ -80,16 +83,20 @@ void gemm_tiles(const uint8_t* xq, const float* x_scales, int64_t row_begin, int
     const auto* data = static_cast<const int8_t*>(w.data);
     const int64_t quads = w.padded_in / 4;
     const int64_t rows = row_end - row_begin;
+    const int64_t steps = (rows <= kAmxRows ? 1 : (rows + 2 * kAmxRows - 1) / (2 * kAmxRows) * 2) *
+                          (quads / kQuadsPerStep);
     for (int64_t t = tile_begin; t < tile_end; ++t) {
         const int8_t* tile = data + t * w.tile_elements();
+        NextTilePrefetch prefetch(t + 1 < tile_end ? tile + w.tile_elements() : nullptr, w.tile_elements(),
+                                  steps);
         for (int64_t r = row_begin; r < row_end; r += 2 * kAmxRows) {
             const uint8_t* x = xq + r * w.padded_in;
             int64_t block_rows = int8_min(2 * kAmxRows, row_end - r);
             if (rows <= kAmxRows) {
-                tile_rows16(tile, quads, x, w.padded_in, c);
+                tile_rows16(tile, quads, x, w.padded_in, c, prefetch);
             } else {
-                tile_rows32(tile, quads, x, w.padded_in, 0, c);
-                tile_rows32(tile, quads, x, w.padded_in, 1, c);
+                tile_rows32(tile, quads, x, w.padded_in, 0, c, prefetch);
+                tile_rows32(tile, quads, x, w.padded_in, 1, c, prefetch);
             }
             dequantize_tile<true>(c, block_rows, x_scales + r, w, t, bias, y + r * w.out_features);
         }

@@ -40,5 +40,29 @@ struct NextChunkPrefetch {
     }
 };
 
+// The AMX GEMMs' form: a thread walks whole weight tiles, each in several passes (row blocks,
+// output halves) that read it from L2; the next tile is walked into L2 meanwhile, a few lines at
+// each step of the current tile's passes, so that DRAM reads overlap the tile instructions
+// instead of stalling the first pass on every tile.
+class NextTilePrefetch {
+public:
+    NextTilePrefetch() = default;
+    // next: the next tile's first byte (null: none), `bytes` long; steps: the steps the passes over
+    // the current tile take in all.
+    NextTilePrefetch(const void* next, int64_t bytes, int64_t steps)
+        : cursor_(static_cast<const char*>(next)),
+          end_(next ? cursor_ + bytes : nullptr),
+          lines_per_step_(steps > 0 ? (bytes / 64 + steps - 1) / steps : 0) {}
+    void step() {
+        for (int64_t i = 0; i < lines_per_step_ && cursor_ < end_; ++i, cursor_ += 64)
+            __builtin_prefetch(cursor_, 0, 2);  // T1: into L2
+    }
+
+private:
+    const char* cursor_ = nullptr;
+    const char* end_ = nullptr;
+    int64_t lines_per_step_ = 0;
+};
+
 }  // namespace
 }  // namespace lmrun::kernels
