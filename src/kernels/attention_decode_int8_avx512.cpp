@@ -178,8 +178,10 @@ struct Int8VnniTile {
         alignas(64) float k_scales[16], v_scales[16];
         for (int64_t key0 = w.key_begin; key0 < num_keys;) {
             const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
+            const KeyChunk next = next_key_chunk(cache, blocks, key0, count, num_keys);
             // Heads in address order: a token's KV heads are adjacent in the cache.
             for (int64_t h = 0; h < w.kv_head_count; ++h) {
+                prefetch_next_chunk_part(cache, next, w.kv_head, w.kv_head_count, h, w.kv_head_count);
                 const int64_t head = w.kv_head + h;
                 for (int64_t j = 0; j < count; ++j) {
                     k_scales[j] = cache.k_scale[(slot + j) * cache.num_kv_heads + head];

@@ -65,6 +65,39 @@ inline KeyChunk key_chunk(const KvCacheLayer& cache, const int32_t* blocks, int6
     return {int64_t(blocks[key0 / cache.block_size]) * cache.block_size + offset,
             in_block < num_keys - key0 ? in_block : num_keys - key0};
 }
+
+// The chunk after the one at key0 (`count` keys), or {0, 0} when that one is the last.
+inline KeyChunk next_key_chunk(const KvCacheLayer& cache, const int32_t* blocks, int64_t key0, int64_t count,
+                               int64_t num_keys) {
+    return key0 + count < num_keys ? key_chunk(cache, blocks, key0 + count, num_keys) : KeyChunk{0, 0};
+}
+
+// Decode tiles walk a chunk one KV head at a time, and each head's rows are a whole token row
+// apart, which the hardware prefetcher does not follow. So the next chunk's K and V rows of heads
+// [kv_head, kv_head + kv_head_count) are prefetched into L1 in address order, the part'th of
+// `parts` shares while the part'th head of this chunk is computed: spread, the prefetches do not
+// fill the line-fill buffers at once. Engine, Sapphire Rapids VM, int8 weights, paged attention
+// per step in alternating runs on two noisy hours: BF16 cache, batch 64 at 128 tokens of context
+// 66-76 → 55-69 ms, batch 8 at 4096 tokens 218-284 → 205-263 ms; int8 cache (VNNI tile), batch
+// 64: 42 → 33 ms. Prefetched into L2 instead: about half the gain.
+inline void prefetch_next_chunk_part(const KvCacheLayer& cache, KeyChunk next, int64_t kv_head,
+                                     int64_t kv_head_count, int64_t part, int64_t parts) {
+    if (next.count <= 0) return;
+    const int64_t head_bytes = cache.head_dim * int64_t(dtype_size_bytes(cache.dtype));
+    const int64_t token_bytes = cache.num_kv_heads * head_bytes;
+    const int64_t token_lines = (kv_head_count * head_bytes + 63) / 64;
+    const int64_t lines = next.count * token_lines;
+    const int64_t begin = lines * part / parts, end = lines * (part + 1) / parts;
+    const int64_t first = next.slot * token_bytes + kv_head * head_bytes;
+    for (const void* base : {cache.k, cache.v}) {
+        const char* chunk = static_cast<const char*>(base) + first;
+        int64_t token = begin / token_lines, line = begin % token_lines;
+        for (int64_t i = begin; i < end; ++i) {
+            __builtin_prefetch(chunk + token * token_bytes + 64 * line);
+            if (++line == token_lines) line = 0, ++token;
+        }
+    }
+}
 }  // namespace
 
 inline int64_t attention_partial_floats(int64_t head_dim) {

@@ -51,8 +51,8 @@ void tile_rows16(const int8_t* tile, int64_t quads, const uint8_t* x, int64_t x_
 }
 
 // Two 16-row blocks × outputs [32h, 32h + 32) → c [32][64] at columns 32h.
-void tile_rows32(const int8_t* tile, int64_t quads, const uint8_t* x, int64_t x_stride, int64_t h,
-                 int32_t* c, NextTilePrefetch& prefetch) {
+void tile_rows32(const int8_t* tile, int64_t quads, const uint8_t* x, int64_t x_stride, int64_t h, int32_t* c,
+                 NextTilePrefetch& prefetch) {
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
@@ -83,8 +83,8 @@ void gemm_tiles(const uint8_t* xq, const float* x_scales, int64_t row_begin, int
     const auto* data = static_cast<const int8_t*>(w.data);
     const int64_t quads = w.padded_in / 4;
     const int64_t rows = row_end - row_begin;
-    const int64_t steps = (rows <= kAmxRows ? 1 : (rows + 2 * kAmxRows - 1) / (2 * kAmxRows) * 2) *
-                          (quads / kQuadsPerStep);
+    const int64_t steps =
+        (rows <= kAmxRows ? 1 : (rows + 2 * kAmxRows - 1) / (2 * kAmxRows) * 2) * (quads / kQuadsPerStep);
     for (int64_t t = tile_begin; t < tile_end; ++t) {
         const int8_t* tile = data + t * w.tile_elements();
         NextTilePrefetch prefetch(t + 1 < tile_end ? tile + w.tile_elements() : nullptr, w.tile_elements(),

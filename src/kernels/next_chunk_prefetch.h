@@ -45,7 +45,7 @@ struct NextChunkPrefetch {
 // each step of the current tile's passes, so that DRAM reads overlap the tile instructions
 // instead of stalling the first pass on every tile.
 class NextTilePrefetch {
-public:
+  public:
     NextTilePrefetch() = default;
     // next: the next tile's first byte (null: none), `bytes` long; steps: the steps the passes over
     // the current tile take in all.
@@ -58,7 +58,7 @@ public:
             __builtin_prefetch(cursor_, 0, 2);  // T1: into L2
     }
 
-private:
+  private:
     const char* cursor_ = nullptr;
     const char* end_ = nullptr;
     int64_t lines_per_step_ = 0;
