@@ -79,7 +79,7 @@ inline KeyChunk next_key_chunk(const KvCacheLayer& cache, const int32_t* blocks,
 // fill the line-fill buffers at once. Engine, Sapphire Rapids VM, int8 weights, paged attention
 // per step in alternating runs on two noisy hours: BF16 cache, batch 64 at 128 tokens of context
 // 66-76 → 55-69 ms, batch 8 at 4096 tokens 218-284 → 205-263 ms; int8 cache (VNNI tile), batch
-// 64: 42 → 33 ms. Prefetched into L2 instead: about half the gain.
+// 64: 42 → 33 ms. Prefetched into L2 instead: less of the gain (batch 8, 4096: 220-226 ms).
 inline void prefetch_next_chunk_part(const KvCacheLayer& cache, KeyChunk next, int64_t kv_head,
                                      int64_t kv_head_count, int64_t part, int64_t parts) {
     if (next.count <= 0) return;
