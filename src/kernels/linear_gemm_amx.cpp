@@ -25,7 +25,6 @@
 namespace lmrun::kernels {
 namespace {
 
-constexpr int64_t kAmxRows = 16;                   // rows of an A / C tile
 constexpr int64_t kPairsPerStep = 16;              // k-pairs of a B tile (32 k of BF16)
 constexpr int64_t kPanelBytes = int64_t(1) << 20;  // x rows handled per pass over the weights
 
@@ -122,8 +121,7 @@ void gemm_tiles(const uint16_t* xb, int64_t row_begin, int64_t row_end, const Pa
     const int64_t x_stride_bytes = w.padded_in * 2;
     const int64_t rows = row_end - row_begin;
     const int64_t tile_bytes = w.tile_elements() * 2;
-    const int64_t steps =
-        (rows <= kAmxRows ? 1 : (rows + 2 * kAmxRows - 1) / (2 * kAmxRows) * 2) * (num_pairs / kPairsPerStep);
+    const int64_t steps = amx_passes_per_tile(rows) * (num_pairs / kPairsPerStep);
     for (int64_t t = tile_begin; t < tile_end; ++t) {
         const uint16_t* tile = data + t * w.tile_elements();
         NextTilePrefetch prefetch(t + 1 < tile_end ? tile + w.tile_elements() : nullptr, tile_bytes, steps);

@@ -20,7 +20,6 @@
 namespace lmrun::kernels {
 namespace {
 
-constexpr int64_t kAmxRows = 16;                   // rows of an A / C tile
 constexpr int64_t kQuadsPerStep = 16;              // k-quads of a B tile (64 k)
 constexpr int64_t kPanelBytes = int64_t(1) << 20;  // x bytes handled per pass over the weights
 
@@ -83,8 +82,7 @@ void gemm_tiles(const uint8_t* xq, const float* x_scales, int64_t row_begin, int
     const auto* data = static_cast<const int8_t*>(w.data);
     const int64_t quads = w.padded_in / 4;
     const int64_t rows = row_end - row_begin;
-    const int64_t steps =
-        (rows <= kAmxRows ? 1 : (rows + 2 * kAmxRows - 1) / (2 * kAmxRows) * 2) * (quads / kQuadsPerStep);
+    const int64_t steps = amx_passes_per_tile(rows) * (quads / kQuadsPerStep);
     for (int64_t t = tile_begin; t < tile_end; ++t) {
         const int8_t* tile = data + t * w.tile_elements();
         NextTilePrefetch prefetch(t + 1 < tile_end ? tile + w.tile_elements() : nullptr, w.tile_elements(),

@@ -46,7 +46,6 @@ struct NextChunkPrefetch {
 // instead of stalling the first pass on every tile.
 class NextTilePrefetch {
   public:
-    NextTilePrefetch() = default;
     // next: the next tile's first byte (null: none), `bytes` long; steps: the steps the passes over
     // the current tile take in all.
     NextTilePrefetch(const void* next, int64_t bytes, int64_t steps)
