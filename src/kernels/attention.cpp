@@ -131,10 +131,11 @@ int64_t scratch_floats_per_thread(bool avx512, bool amx, int64_t head_dim, int64
     return floats;
 }
 
-// Whether prefill tiles on this cache run on AMX tiles at this ISA level (BF16 caches only: the
-// tiles multiply BF16).
+// Whether prefill tiles on this cache run on AMX tiles at this ISA level (BF16, int8 and fp8
+// caches: the tiles multiply BF16, which holds the bytes of the latter two exactly).
 bool uses_amx_prefill(Isa isa, DType cache_dtype, int64_t head_dim) {
-    return isa >= Isa::AmxBf16 && cache_dtype == DType::BF16 && attention_prefill_amx_supports(head_dim);
+    return isa >= Isa::AmxBf16 && (cache_dtype == DType::BF16 || kv_dtype_is_scaled(cache_dtype)) &&
+           attention_prefill_amx_supports(head_dim);
 }
 
 }  // namespace

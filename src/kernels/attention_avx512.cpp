@@ -8,21 +8,12 @@
 #include "kernels/attention_tile.h"
 #include "kernels/attention_tile_driver.h"
 #include "kernels/dispatch_constant.h"
+#include "kernels/kv_bytes_avx512.h"
 #include "kernels/online_softmax_avx512.h"
 #include "kernels/vec_exp_avx512.h"
 
 namespace lmrun::kernels {
 namespace {
-
-// 16 bytes of an I8 or F8E4M3 cache row as F32 values before the row's scale; fp8 comes out
-// divided by 256 (it goes through f16: the byte in a word's high half, shifted right by one with
-// the sign kept and bit 14 cleared, is the f16 of value / 256, subnormals included).
-inline __m512 bytes16(const uint8_t* src, bool fp8) {
-    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
-    if (!fp8) return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes));
-    const __m256i words = _mm256_slli_epi16(_mm256_cvtepu8_epi16(bytes), 8);
-    return _mm512_cvtph_ps(_mm256_and_si256(_mm256_srai_epi16(words, 1), _mm256_set1_epi16(int16_t(0xbfff))));
-}
 
 template <int64_t D>
 struct Avx512Ops {

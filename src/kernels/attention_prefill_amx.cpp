@@ -1,12 +1,16 @@
-// Prefill tiles on a BF16 cache with AMX-BF16 (Sapphire Rapids): flash attention's two GEMMs
-// on tiles, per segment of up to kSegmentKeys keys of one KV head.
+// Prefill tiles with AMX-BF16 (Sapphire Rapids): flash attention's two GEMMs on tiles, per
+// segment of up to kSegmentKeys keys of one KV head.
 //   - Once per segment (shared by every row of the work item): the keys transposed into Kᵀ
 //     B tiles (a tile row is one dim pair of 16 keys) and the values interleaved by key pairs
 //     into V B tiles (a tile row is one key pair of 16 dims).
 //   - Per block of 16 (token, head) rows: S = Q·Kᵀ on tiles (four 16-key C tiles at a time),
-//     stored as F32; the segment's softmax in AVX-512 (one max and one rescale of the output per
-//     row per segment, not per 16 keys); P rounded to BF16; O += P·V on tiles that are loaded
-//     from the row block's F32 output and stored back.
+//     stored as F32 (times each key's scale on an int8 / fp8 cache); the segment's softmax in
+//     AVX-512 (one max and one rescale of the output per row per segment, not per 16 keys);
+//     P (times each value's scale) rounded to BF16; O += P·V on tiles that are loaded from the
+//     row block's F32 output and stored back.
+// An int8 or fp8 cache enters the tiles as its byte values, which BF16 holds exactly
+// (kv_bytes_avx512.h); the per-row scales are applied to S's columns and P's columns instead,
+// so such a cache adds no rounding of its own.
 // q and p are rounded to BF16 and sums are F32, as in the AVX512_BF16 tiles. The tile
 // configuration (linear_amx.h) is the caller's: paged_attention loads it on each thread.
 
@@ -20,6 +24,7 @@
 #include "kernels/attention_tile.h"
 #include "kernels/dispatch_constant.h"
 #include "kernels/isa_local_math.h"
+#include "kernels/kv_bytes_avx512.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -78,19 +83,22 @@ struct AmxPrefillTile {
     static constexpr int64_t kDimTiles = D / 16;  // C tiles of an output row block
 
     struct Scratch {
-        uint16_t* q;  // [kAmxTileRows][D] BF16, scaled
-        float* o;     // [kAmxTileRows][D] unnormalised output
-        float* m;     // [kAmxTileRows] running max
-        float* l;     // [kAmxTileRows] running sum
-        int32_t* kt;  // [kSegmentKeys / 16][kPairs][16]: Kᵀ B tiles
-        int32_t* vv;  // [kSegmentKeys / 2][D]: V B tiles (dword = the dim of a key pair)
-        float* s;     // [16][kSegmentKeys] scores of a row block
-        uint16_t* p;  // [16][kSegmentKeys] BF16 softmax weights of a row block
+        uint16_t* q;     // [kAmxTileRows][D] BF16, scaled
+        float* o;        // [kAmxTileRows][D] unnormalised output
+        float* m;        // [kAmxTileRows] running max
+        float* l;        // [kAmxTileRows] running sum
+        int32_t* kt;     // [kSegmentKeys / 16][kPairs][16]: Kᵀ B tiles
+        int32_t* vv;     // [kSegmentKeys / 2][D]: V B tiles (dword = the dim of a key pair)
+        float* s;        // [16][kSegmentKeys] scores of a row block
+        uint16_t* p;     // [16][kSegmentKeys] BF16 softmax weights of a row block
+        float* k_scale;  // [kSegmentKeys] the segment's key scales (int8 / fp8 caches)
+        float* v_scale;  // [kSegmentKeys] its value scales, 0 past its keys
     };
 
     static int64_t scratch_floats() {
         return 16 + kAmxTileRows * D / 2 + kAmxTileRows * D + 2 * kAmxTileRows + kSegmentKeys * D / 2 +
-               kSegmentKeys * D / 2 + kBlockRows * kSegmentKeys + kBlockRows * kSegmentKeys / 2;
+               kSegmentKeys * D / 2 + kBlockRows * kSegmentKeys + kBlockRows * kSegmentKeys / 2 +
+               2 * kSegmentKeys;
     }
 
     static Scratch carve(float* scratch) {
@@ -105,30 +113,54 @@ struct AmxPrefillTile {
         t.q = reinterpret_cast<uint16_t*>(t.o + kAmxTileRows * D);
         t.m = reinterpret_cast<float*>(t.q + kAmxTileRows * D);
         t.l = t.m + kAmxTileRows;
+        t.k_scale = t.l + kAmxTileRows;
+        t.v_scale = t.k_scale + kSegmentKeys;
         return t;
     }
 
-    // The cache row of key `key` (absolute position) of the work item's sequence and KV head.
-    static const uint16_t* key_row(const AttentionArgs& a, const int32_t* blocks, int64_t kv_head,
-                                   int64_t key, const void* base) {
+    // The cache row (its index: slot · num_kv_heads + kv_head) of key `key` (absolute position)
+    // of the work item's sequence and KV head.
+    static int64_t row_index(const AttentionArgs& a, const int32_t* blocks, int64_t kv_head, int64_t key) {
         const KvCacheLayer& cache = a.cache;
         const int64_t slot =
             int64_t(blocks[key / cache.block_size]) * cache.block_size + key % cache.block_size;
-        return static_cast<const uint16_t*>(base) + (slot * cache.num_kv_heads + kv_head) * D;
+        return slot * cache.num_kv_heads + kv_head;
+    }
+
+    // Elements [32c, 32c + 32) of cache row `row` as BF16 (an int8 / fp8 row before its scale).
+    static __m512i row_bf16x32(const void* base, DType dtype, int64_t row, int64_t c) {
+        if (dtype == DType::BF16)
+            return _mm512_loadu_si512(static_cast<const uint16_t*>(base) + row * D + 32 * c);
+        return bytes32_as_bf16(static_cast<const uint8_t*>(base) + row * D + 32 * c, dtype == DType::F8E4M3);
+    }
+
+    // The scales of keys and values [0, count) of the segment into t.k_scale and t.v_scale (fp8
+    // bytes enter as value / 256, so its unit is folded in); value scales past count up to
+    // `padded` are 0, so that P's zero weights there stay zero.
+    static void gather_scales(const AttentionArgs& a, const int64_t* rows, int64_t count, int64_t padded,
+                              const Scratch& t) {
+        const float unit = a.cache.dtype == DType::F8E4M3 ? 256.0f : 1.0f;
+        for (int64_t j = 0; j < padded; ++j) {
+            t.k_scale[j] = j < count ? a.cache.k_scale[rows[j]] * unit : 0.0f;
+            t.v_scale[j] = j < count ? a.cache.v_scale[rows[j]] * unit : 0.0f;
+        }
     }
 
     // Kᵀ and V tiles of keys [seg0, seg0 + count); keys past count up to the tiles' end are zero.
     static void prepare_segment(const AttentionArgs& a, const int32_t* blocks, int64_t kv_head, int64_t seg0,
                                 int64_t count, const Scratch& t) {
+        const DType dtype = a.cache.dtype;
+        int64_t rows[kSegmentKeys];
+        for (int64_t j = 0; j < count; ++j) rows[j] = row_index(a, blocks, kv_head, seg0 + j);
+        const int64_t padded = (count + kKeysPerStep - 1) / kKeysPerStep * kKeysPerStep;
+        if (dtype != DType::BF16) gather_scales(a, rows, count, padded, t);
         for (int64_t chunk = 0; chunk * kKeysPerTile < count; ++chunk) {
-            const uint16_t* rows[kKeysPerTile];
+            const int64_t* chunk_rows = rows + chunk * kKeysPerTile;
             const int64_t n = min_i64(kKeysPerTile, count - chunk * kKeysPerTile);
-            for (int64_t j = 0; j < n; ++j)
-                rows[j] = key_row(a, blocks, kv_head, seg0 + chunk * 16 + j, a.cache.k);
             for (int64_t g = 0; g < kPairs / 16; ++g) {  // 16 dim pairs (32 dims) at a time
                 __m512i r[16];
                 for (int64_t j = 0; j < 16; ++j)
-                    r[j] = j < n ? _mm512_loadu_si512(rows[j] + 32 * g) : _mm512_setzero_si512();
+                    r[j] = j < n ? row_bf16x32(a.cache.k, dtype, chunk_rows[j], g) : _mm512_setzero_si512();
                 transpose_16x16_dwords(r);
                 int32_t* dst = t.kt + (chunk * kPairs + 16 * g) * 16;
                 for (int64_t p = 0; p < 16; ++p) _mm512_store_si512(dst + 16 * p, r[p]);
@@ -140,17 +172,14 @@ struct AmxPrefillTile {
                                                                  11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
         const __m512i low = _mm512_load_si512(kInterleave);  // a0 b0 a1 b1 ... a15 b15
         const __m512i high = _mm512_add_epi16(low, _mm512_set1_epi16(16));
-        const int64_t padded = (count + kKeysPerStep - 1) / kKeysPerStep * kKeysPerStep;
         for (int64_t pair = 0; 2 * pair < padded; ++pair) {
             const int64_t key = 2 * pair;
-            const uint16_t* row_a =
-                key < count ? key_row(a, blocks, kv_head, seg0 + key, a.cache.v) : nullptr;
-            const uint16_t* row_b =
-                key + 1 < count ? key_row(a, blocks, kv_head, seg0 + key + 1, a.cache.v) : nullptr;
             int32_t* dst = t.vv + pair * D;
             for (int64_t c = 0; c < D / 32; ++c) {
-                const __m512i va = row_a ? _mm512_loadu_si512(row_a + 32 * c) : _mm512_setzero_si512();
-                const __m512i vb = row_b ? _mm512_loadu_si512(row_b + 32 * c) : _mm512_setzero_si512();
+                const __m512i va =
+                    key < count ? row_bf16x32(a.cache.v, dtype, rows[key], c) : _mm512_setzero_si512();
+                const __m512i vb = key + 1 < count ? row_bf16x32(a.cache.v, dtype, rows[key + 1], c)
+                                                   : _mm512_setzero_si512();
                 _mm512_store_si512(dst + 32 * c, _mm512_permutex2var_epi16(va, low, vb));
                 _mm512_store_si512(dst + 32 * c + 16, _mm512_permutex2var_epi16(va, high, vb));
             }
@@ -194,11 +223,14 @@ struct AmxPrefillTile {
     }
 
     // Row i of the block sees keys [0, visible[i]) of the segment: its softmax update, P in BF16
-    // up to `padded` keys (zeros past what it sees), and its output rescaled.
-    static void softmax_rows(const Scratch& t, int64_t r0, const int64_t* visible, int64_t padded) {
+    // up to `padded` keys (zeros past what it sees), and its output rescaled. `scaled` (an int8 /
+    // fp8 cache): the scores are first multiplied by their keys' scales, and P's weights (not
+    // the sum) by their values' scales.
+    static void softmax_rows(const Scratch& t, int64_t r0, const int64_t* visible, int64_t padded,
+                             bool scaled) {
         for (int64_t i = 0; i < kBlockRows; ++i) {
             const int64_t row = r0 + i;
-            const float* s = t.s + i * kSegmentKeys;
+            float* s = t.s + i * kSegmentKeys;
             uint16_t* p = t.p + i * kSegmentKeys;
             const int64_t seen = visible[i];
             if (seen <= 0) {
@@ -209,7 +241,12 @@ struct AmxPrefillTile {
             for (int64_t k = 0; k < seen; k += 16) {
                 const __mmask16 valid =
                     seen - k >= 16 ? __mmask16(0xffff) : __mmask16((1u << (seen - k)) - 1);
-                max = _mm512_mask_max_ps(max, valid, max, _mm512_loadu_ps(s + k));
+                __m512 score = _mm512_loadu_ps(s + k);
+                if (scaled) {
+                    score = _mm512_mul_ps(score, _mm512_loadu_ps(t.k_scale + k));
+                    _mm512_storeu_ps(s + k, score);
+                }
+                max = _mm512_mask_max_ps(max, valid, max, score);
             }
             const float m_new = max_f32(t.m[row], _mm512_reduce_max_ps(max));
             const float correction = t.m[row] == -INFINITY ? 0.0f : expf(t.m[row] - m_new);
@@ -226,6 +263,7 @@ struct AmxPrefillTile {
                     const __m512 x = _mm512_sub_ps(_mm512_mask_loadu_ps(shift, valid, s + k + 16 * h), shift);
                     e[h] = _mm512_maskz_mov_ps(valid, exp_nonpositive_for_bf16(x));
                     sum = _mm512_add_ps(sum, e[h]);
+                    if (scaled) e[h] = _mm512_mul_ps(e[h], _mm512_loadu_ps(t.v_scale + k + 16 * h));
                 }
                 _mm512_store_si512(p + k, (__m512i)_mm512_cvtne2ps_pbh(e[1], e[0]));
             }
@@ -312,7 +350,7 @@ struct AmxPrefillTile {
                 if (most <= 0) continue;  // the whole block's tokens come before the segment
                 const int64_t padded = (most + kKeysPerStep - 1) / kKeysPerStep * kKeysPerStep;
                 scores(t, r0, most);
-                softmax_rows(t, r0, visible, padded);
+                softmax_rows(t, r0, visible, padded, a.cache.dtype != DType::BF16);
                 accumulate_values(t, r0, padded);
             }
         }

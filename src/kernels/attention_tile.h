@@ -134,8 +134,8 @@ void attention_tile_avx512(const AttentionArgs& args, const AttentionTile& tile,
 // 64, 128 or 256 (the AVX-512 head sizes that are multiples of 32).
 void attention_prefill_tile_bf16(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
 int64_t attention_prefill_bf16_scratch_floats(int64_t head_dim);
-// Prefill tiles (one KV head) on a BF16 cache with AMX-BF16 (head_dim 32, 64, 128 or 256); the
-// calling thread has loaded the AMX tile configuration (linear_amx.h).
+// Prefill tiles (one KV head) on a BF16, I8 or F8E4M3 cache with AMX-BF16 (head_dim 32, 64, 128
+// or 256); the calling thread has loaded the AMX tile configuration (linear_amx.h).
 bool attention_prefill_amx_supports(int64_t head_dim);
 void attention_prefill_tile_amx(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
 int64_t attention_prefill_amx_scratch_floats(int64_t head_dim);
