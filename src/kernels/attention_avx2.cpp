@@ -8,6 +8,7 @@
 #include "kernels/attention_tile.h"
 #include "kernels/attention_tile_driver.h"
 #include "kernels/dispatch_constant.h"
+#include "kernels/isa_local_math.h"
 #include "kernels/vec_exp_avx2.h"
 
 namespace lmrun::kernels {
@@ -182,7 +183,7 @@ struct Avx2Tile {
         const __m256 shift = _mm256_set1_ps(m_new);
         const __m256 p_lo = _mm256_and_ps(exp_avx2(_mm256_sub_ps(s_lo, shift)), valid_lo);
         const __m256 p_hi = _mm256_and_ps(exp_avx2(_mm256_sub_ps(s_hi, shift)), valid_hi);
-        const float correction = m == -INFINITY ? 0.0f : expf(m - m_new);
+        const float correction = softmax_correction(m, m_new);
         l = l * correction + horizontal_sum(_mm256_add_ps(p_lo, p_hi));
         m = m_new;
         alignas(32) float probs[kKeyChunk];

@@ -249,7 +249,7 @@ struct AmxPrefillTile {
                 max = _mm512_mask_max_ps(max, valid, max, score);
             }
             const float m_new = max_f32(t.m[row], _mm512_reduce_max_ps(max));
-            const float correction = t.m[row] == -INFINITY ? 0.0f : expf(t.m[row] - m_new);
+            const float correction = softmax_correction(t.m[row], m_new);
             const __m512 shift = _mm512_set1_ps(m_new);
             __m512 sum = _mm512_setzero_ps();
             for (int64_t k = 0; k < padded; k += 32) {

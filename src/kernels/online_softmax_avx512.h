@@ -21,8 +21,7 @@ inline __m512 online_softmax_update(__m512 scores, __mmask16 valid, float& m, fl
     const __m512 masked = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), valid, scores);
     const float m_new = max_f32(m, _mm512_reduce_max_ps(masked));
     const __m512 p = _mm512_maskz_mov_ps(valid, exp_avx512(_mm512_sub_ps(masked, _mm512_set1_ps(m_new))));
-    // Once a row's max has settled, most chunks leave it unchanged: no scalar exp call then.
-    correction = m == -INFINITY ? 0.0f : m_new == m ? 1.0f : expf(m - m_new);
+    correction = softmax_correction(m, m_new);
     l = l * correction + _mm512_reduce_add_ps(p);
     m = m_new;
     return p;
