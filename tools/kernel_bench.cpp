@@ -5,6 +5,8 @@
 //                     [--kv-dtype bf16|int8|fp8] [--rows 1,2,8]
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -131,6 +133,36 @@ void bench_linear(DType storage, bool quick) {
     }
 }
 
+// One layer's K and V (and scales), huge-page-advised like the engine's KV arena
+// (engine/kv_cache.cpp). BF16 2^-7 everywhere; int8 / fp8 bytes varying with the element (a
+// constant row would make every softmax weight equal, which no real cache does), scales near a
+// real row's.
+struct KvCopy {
+    std::unique_ptr<uint8_t, decltype(&std::free)> k{nullptr, &std::free}, v{nullptr, &std::free};
+    std::vector<float> k_scale, v_scale;
+};
+
+KvCopy make_kv_copy(size_t elements, int64_t head_dim, DType kv_dtype) {
+    const bool scaled = kv_dtype_is_scaled(kv_dtype);
+    const size_t huge = size_t(2) << 20;
+    const size_t bytes = (elements * (scaled ? 1 : 2) + huge - 1) / huge * huge;
+    KvCopy c;
+    c.k.reset(static_cast<uint8_t*>(std::aligned_alloc(huge, bytes)));
+    c.v.reset(static_cast<uint8_t*>(std::aligned_alloc(huge, bytes)));
+    madvise(c.k.get(), bytes, MADV_HUGEPAGE);
+    madvise(c.v.get(), bytes, MADV_HUGEPAGE);
+    if (scaled) {
+        for (size_t i = 0; i < elements; ++i) c.k.get()[i] = uint8_t((i * 37 + i / 128 * 11) % 251) & 0xbf;
+        std::memcpy(c.v.get(), c.k.get(), elements);
+        c.k_scale.assign(elements / size_t(head_dim), 0.02f);  // one per token and KV head
+        c.v_scale = c.k_scale;
+    } else {
+        std::fill_n(reinterpret_cast<uint16_t*>(c.k.get()), elements, uint16_t(0x3c00));
+        std::fill_n(reinterpret_cast<uint16_t*>(c.v.get()), elements, uint16_t(0x3c00));
+    }
+    return c;
+}
+
 void bench_attention(bool quick, DType kv_dtype) {
     // Qwen3-0.6B: 16 query heads, 8 kv heads, head_dim 128, block 16 or 256.
     std::printf("\n== paged attention (16 heads, 8 kv heads, d=128, %s cache) ==\n",
@@ -153,37 +185,14 @@ void bench_attention(bool quick, DType kv_dtype) {
         if (quick && q_len > 512) continue;
         int64_t blocks_per_seq = (context + block - 1) / block;
         int64_t num_blocks = batch * blocks_per_seq;
-        // Huge-page-advised like the engine's KV arena (engine/kv_cache.cpp).
         const size_t elements = size_t(num_blocks * block * kv_heads * dim);
-        const size_t huge = size_t(2) << 20;
-        const size_t bytes = (elements * element_bytes + huge - 1) / huge * huge;
-        std::unique_ptr<uint8_t, decltype(&std::free)> k(
-            static_cast<uint8_t*>(std::aligned_alloc(huge, bytes)), &std::free);
-        std::unique_ptr<uint8_t, decltype(&std::free)> v(
-            static_cast<uint8_t*>(std::aligned_alloc(huge, bytes)), &std::free);
-        madvise(k.get(), bytes, MADV_HUGEPAGE);
-        madvise(v.get(), bytes, MADV_HUGEPAGE);
-        // BF16 2^-7 everywhere; int8 / fp8 bytes varying with the element (a constant row would
-        // make every softmax weight equal, which no real cache does), scales near a real row's.
-        std::vector<float> k_scale, v_scale;
-        if (scaled) {
-            for (size_t i = 0; i < elements; ++i) k.get()[i] = uint8_t((i * 37 + i / 128 * 11) % 251) & 0xbf;
-            std::memcpy(v.get(), k.get(), elements);
-            k_scale.assign(size_t(num_blocks * block * kv_heads), 0.02f);
-            v_scale = k_scale;
-        } else {
-            std::fill_n(reinterpret_cast<uint16_t*>(k.get()), elements, uint16_t(0x3c00));
-            std::fill_n(reinterpret_cast<uint16_t*>(v.get()), elements, uint16_t(0x3c00));
-        }
-        KvCacheLayer cache{k.get(),
-                           v.get(),
-                           kv_dtype,
-                           num_blocks,
-                           block,
-                           kv_heads,
-                           dim,
-                           scaled ? k_scale.data() : nullptr,
-                           scaled ? v_scale.data() : nullptr};
+        // Enough copies to cycle through that every call reads its KV from DRAM, as a decode step
+        // does (28 layers' KV and the weights pass between two reads of one layer's), instead of
+        // finding a small batch's few MiB in L3.
+        const size_t copies =
+            size_t(std::max<double>(1.0, std::ceil(256e6 / double(2 * elements * element_bytes))));
+        std::vector<KvCopy> kv;
+        for (size_t i = 0; i < copies; ++i) kv.push_back(make_kv_copy(elements, dim, kv_dtype));
         std::vector<int32_t> tables(static_cast<size_t>(num_blocks)), cu = {0}, lens;
         for (int64_t i = 0; i < num_blocks; ++i) tables[i] = int32_t(i);
         for (int64_t s = 0; s < batch; ++s) {
@@ -192,7 +201,18 @@ void bench_attention(bool quick, DType kv_dtype) {
         }
         std::vector<float> q(size_t(batch * q_len * heads * dim)), out(q.size());
         for (size_t i = 0; i < q.size(); ++i) q[i] = 0.01f * float(int(i % 17) - 8);
+        size_t next = 0;
         double t = seconds_per_call([&] {
+            KvCopy& c = kv[next++ % kv.size()];
+            KvCacheLayer cache{c.k.get(),
+                               c.v.get(),
+                               kv_dtype,
+                               num_blocks,
+                               block,
+                               kv_heads,
+                               dim,
+                               scaled ? c.k_scale.data() : nullptr,
+                               scaled ? c.v_scale.data() : nullptr};
             paged_attention(q.data(), heads * dim, batch, cu.data(), lens.data(), tables.data(),
                             blocks_per_seq, cache, heads, 0.088f, out.data());
         });
