@@ -16,6 +16,7 @@
 #include "kernels/dispatch_constant.h"
 #include "kernels/linear_gemv.h"
 #include "kernels/linear_store_avx512.h"
+#include "kernels/next_chunk_prefetch.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -49,7 +50,7 @@ void round_rows_to_bf16(const float* x, int64_t num_rows, int64_t in_features, i
 // acc rows r < R, outputs 64 of one tile: Σ over pairs p of w[p][lane][2] · x[r][2p..2p+1].
 template <int R>
 void micro_tile(const uint16_t* tile, int64_t num_pairs, const uint16_t* x, int64_t x_stride, float* y,
-                int64_t y_stride, int64_t count, const float* bias) {
+                int64_t y_stride, int64_t count, const float* bias, NextTilePrefetch& prefetch) {
     __m512 acc[R][4];
     for (int r = 0; r < R; ++r)
         for (int j = 0; j < 4; ++j) acc[r][j] = _mm512_setzero_ps();
@@ -57,6 +58,7 @@ void micro_tile(const uint16_t* tile, int64_t num_pairs, const uint16_t* x, int6
     const int64_t pair_stride = x_stride / 2;
     for (int64_t p = 0; p < num_pairs; ++p) {
         const uint16_t* wp = tile + p * kTileOutputs * 2;
+        prefetch.step();
         __m512bh w[4];
         for (int64_t j = 0; j < 4; ++j) w[j] = reinterpret_cast<__m512bh>(_mm512_loadu_si512(wp + 32 * j));
         for (int r = 0; r < R; ++r) {
@@ -68,9 +70,9 @@ void micro_tile(const uint16_t* tile, int64_t num_pairs, const uint16_t* x, int6
 }
 
 void run_row_block(int rows, const uint16_t* tile, int64_t num_pairs, const uint16_t* x, int64_t x_stride,
-                   float* y, int64_t y_stride, int64_t count, const float* bias) {
+                   float* y, int64_t y_stride, int64_t count, const float* bias, NextTilePrefetch& prefetch) {
     dispatch_constant<1, 2, 3, 4, 5, 6>(rows, [&](auto r) {
-        micro_tile<decltype(r)::value>(tile, num_pairs, x, x_stride, y, y_stride, count, bias);
+        micro_tile<decltype(r)::value>(tile, num_pairs, x, x_stride, y, y_stride, count, bias, prefetch);
     });
 }
 
@@ -84,15 +86,19 @@ void linear_gemm_bf16_avx512(const float* x, int64_t num_rows, const PackedLinea
     round_rows_to_bf16(x, num_rows, w.in_features, w.padded_in, xb);
     const auto* data = static_cast<const uint16_t*>(w.data);
     const int64_t num_pairs = w.padded_in / 2;
+    const int64_t tile_bytes = w.tile_elements() * int64_t(sizeof(uint16_t));
+    const int64_t steps = (num_rows + kRowBlock - 1) / kRowBlock * num_pairs;
     parallel_for(w.num_tiles, [&](int64_t begin, int64_t end) {
         for (int64_t t = begin; t < end; ++t) {
             const uint16_t* tile = data + t * w.tile_elements();
+            NextTilePrefetch prefetch(t + 1 < end ? tile + w.tile_elements() : nullptr, tile_bytes, steps);
             int64_t n0 = t * kTileOutputs;
             int64_t count = w.out_features - n0 < kTileOutputs ? w.out_features - n0 : kTileOutputs;
             for (int64_t r = 0; r < num_rows; r += kRowBlock) {
                 int rows = int(num_rows - r < kRowBlock ? num_rows - r : kRowBlock);
                 run_row_block(rows, tile, num_pairs, xb + r * w.padded_in, w.padded_in,
-                              y + r * w.out_features + n0, w.out_features, count, bias ? bias + n0 : nullptr);
+                              y + r * w.out_features + n0, w.out_features, count, bias ? bias + n0 : nullptr,
+                              prefetch);
             }
         }
     });

@@ -37,6 +37,7 @@ struct Int8Avx2 {
     static constexpr int64_t kCols = kTileOutputs;
     static constexpr int kMaxRows = 2;
     static constexpr bool kUnsignedX = false;
+    static constexpr int64_t kMinCallsToPrefetch = 1;
 
     // R rows × G groups of 8 outputs, starting at group g0 of the tile.
     template <int R, int G>

@@ -5,9 +5,11 @@
 //    (24 accumulators) per call, so each weight vector loaded feeds 6 instructions.
 //  - AVX-512BW without VNNI: the AVX2 sign trick on 64-byte vectors (AVX-512 has no vpsignb:
 //    a masked subtract negates the weight bytes where x is negative).
-// Neither prefetches the next chunk (the AVX2 kernel does): on Sapphire Rapids with VNNI, int8
-// decode at batch 1-8 read weights at 80-97% of the bandwidth without it, and the prefetches
-// changed nothing measurable (lmrun bench, medians of 3 alternating rounds: 0.92-1.12x).
+// The VNNI kernel prefetches the next chunk only where the chunk is walked in 3 or more calls
+// (13+ rows): on Sapphire Rapids, int8 decode at batch 1-8 read weights at 80-97% of the bandwidth
+// without it, and there the prefetches changed nothing measurable (lmrun bench, medians of 3
+// alternating rounds: 0.92-1.12x); on Zen 5 they cost at 1 row and gain at 32-64 (Int8Vnni).
+// The AVX-512BW kernel issues none.
 
 #include "kernels/avx512_intrinsics.h"
 
@@ -31,14 +33,19 @@ struct Int8Vnni {
     static constexpr int64_t kCols = 64;
     static constexpr int kMaxRows = 6;
     static constexpr bool kUnsignedX = true;
+    // Zen 5, kernel_bench, 5 alternating rounds: the prefetch costs 14-33% at 1 row (one pass per
+    // chunk, which the hardware prefetcher already follows) and gains 5-17% at 32-64 rows.
+    static constexpr int64_t kMinCallsToPrefetch = 3;
 
     template <int R>
-    static void run_rows(const int8_t* w, int64_t quads, const uint8_t* x, int64_t x_stride, int32_t* acc) {
+    static void run_rows(const int8_t* w, int64_t quads, const uint8_t* x, int64_t x_stride, int32_t* acc,
+                         NextChunkPrefetch prefetch) {
         __m512i sum[R][4];
         for (int r = 0; r < R; ++r)
             for (int64_t j = 0; j < 4; ++j) sum[r][j] = _mm512_loadu_si512(acc_vec(acc, r, j));
         for (int64_t p = 0; p < quads; ++p) {
             const int8_t* wp = w + p * kInt8QuadBytes;
+            prefetch.step(p);
             __m512i wv[4];
             for (int64_t j = 0; j < 4; ++j) wv[j] = _mm512_loadu_si512(wp + 64 * j);
             for (int r = 0; r < R; ++r) {
@@ -51,20 +58,20 @@ struct Int8Vnni {
     }
 
     static void run(int rows, const int8_t* w, int64_t quads, const uint8_t* x, int64_t x_stride,
-                    int32_t* acc, NextChunkPrefetch /*prefetch*/) {
+                    int32_t* acc, NextChunkPrefetch prefetch) {
         switch (rows) {
             case 1:
-                return run_rows<1>(w, quads, x, x_stride, acc);
+                return run_rows<1>(w, quads, x, x_stride, acc, prefetch);
             case 2:
-                return run_rows<2>(w, quads, x, x_stride, acc);
+                return run_rows<2>(w, quads, x, x_stride, acc, prefetch);
             case 3:
-                return run_rows<3>(w, quads, x, x_stride, acc);
+                return run_rows<3>(w, quads, x, x_stride, acc, prefetch);
             case 4:
-                return run_rows<4>(w, quads, x, x_stride, acc);
+                return run_rows<4>(w, quads, x, x_stride, acc, prefetch);
             case 5:
-                return run_rows<5>(w, quads, x, x_stride, acc);
+                return run_rows<5>(w, quads, x, x_stride, acc, prefetch);
             default:
-                return run_rows<6>(w, quads, x, x_stride, acc);
+                return run_rows<6>(w, quads, x, x_stride, acc, prefetch);
         }
     }
 };
@@ -73,6 +80,7 @@ struct Int8Avx512 {
     static constexpr int64_t kCols = 64;
     static constexpr int kMaxRows = 4;
     static constexpr bool kUnsignedX = false;
+    static constexpr int64_t kMinCallsToPrefetch = 1;  // unused: run() issues no prefetch
 
     template <int R>
     static void run_rows(const int8_t* w, int64_t quads, const uint8_t* x, int64_t x_stride, int32_t* acc) {

@@ -45,7 +45,8 @@ void dequantize_tile(const int32_t* acc, int64_t num_rows, const float* x_scales
     }
 }
 
-// Kernel provides kCols (outputs per call), kMaxRows, kUnsignedX and
+// Kernel provides kCols (outputs per call), kMaxRows, kUnsignedX, kMinCallsToPrefetch (below
+// that many calls per chunk, the calls get no prefetch to issue) and
 //   run(rows, const int8_t* w, quads, const uint8_t* x, x_stride, int32_t* acc, NextChunkPrefetch)
 // adding Σ over `quads` k-quads of x[r] · w to acc[r * 64 + j], j < kCols (w and acc already
 // point at the column slice, x at the chunk's first k), and calling prefetch.step(p) for each
@@ -60,7 +61,8 @@ void int8_tile(const uint8_t* xq, int64_t num_rows, const PackedLinear& w, int64
         (num_rows + Kernel::kMaxRows - 1) / Kernel::kMaxRows * (kTileOutputs / Kernel::kCols);
     for (int64_t q0 = 0; q0 < quads; q0 += kInt8ChunkQuads) {
         const int64_t steps = int8_min(kInt8ChunkQuads, quads - q0);
-        const int8_t* next_chunk = weights + (q0 + steps) * kInt8QuadBytes;
+        const int8_t* next_chunk =
+            calls >= Kernel::kMinCallsToPrefetch ? weights + (q0 + steps) * kInt8QuadBytes : nullptr;
         int64_t call = 0;
         for (int64_t r = 0; r < num_rows; r += Kernel::kMaxRows) {
             const int rows = int(int8_min(Kernel::kMaxRows, num_rows - r));
