@@ -25,6 +25,15 @@ inline __m512i broadcast_quad(const uint8_t* x) {
     return _mm512_set1_epi32(quad);
 }
 
+// acc + Σ of 4 byte products per lane. gcc 12 does not tie _mm512_dpbusd_epi32's accumulator to
+// its output register in a loop of many sums: it copied each sum into a scratch register, ran
+// vpdpbusd there, copied it back and stored it to the stack, on every step (Zen 5, 6 rows: 270
+// GOP/s per core against 830 for the instruction alone). The asm ties them.
+inline __m512i dpbusd(__m512i acc, __m512i x, __m512i w) {
+    asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(w));
+    return acc;
+}
+
 inline __m512i* acc_vec(int32_t* acc, int64_t r, int64_t j) {
     return reinterpret_cast<__m512i*>(acc + r * kTileOutputs + 16 * j);
 }
@@ -50,7 +59,7 @@ struct Int8Vnni {
             for (int64_t j = 0; j < 4; ++j) wv[j] = _mm512_loadu_si512(wp + 64 * j);
             for (int r = 0; r < R; ++r) {
                 const __m512i xr = broadcast_quad(x + r * x_stride + 4 * p);
-                for (int64_t j = 0; j < 4; ++j) sum[r][j] = _mm512_dpbusd_epi32(sum[r][j], xr, wv[j]);
+                for (int64_t j = 0; j < 4; ++j) sum[r][j] = dpbusd(sum[r][j], xr, wv[j]);
             }
         }
         for (int r = 0; r < R; ++r)
