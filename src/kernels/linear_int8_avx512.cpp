@@ -42,8 +42,10 @@ struct Int8Vnni {
     static constexpr int64_t kCols = 64;
     static constexpr int kMaxRows = 6;
     static constexpr bool kUnsignedX = true;
-    // Zen 5, kernel_bench, 5 alternating rounds: the prefetch costs 14-33% at 1 row (one pass per
-    // chunk, which the hardware prefetcher already follows) and gains 5-17% at 32-64 rows.
+    // Zen 5, kernel_bench, alternating rounds: the prefetch gains 3-17% at 16-64 rows. At 1 row
+    // (one pass per chunk, which the hardware prefetcher already follows) one 5-round run had it
+    // 14-33% slower, but identical binaries differed by up to 23% in another: off there, as on
+    // Sapphire Rapids, where it changed nothing at 1-8 rows.
     static constexpr int64_t kMinCallsToPrefetch = 3;
 
     template <int R>
