@@ -5,6 +5,8 @@
 //    (24 accumulators) per call, so each weight vector loaded feeds 6 instructions.
 //  - AVX-512BW without VNNI: the AVX2 sign trick on 64-byte vectors (AVX-512 has no vpsignb:
 //    a masked subtract negates the weight bytes where x is negative).
+// One row (batch-1 decode) skips the loop nest: the VNNI kernel walks 4 tiles in lockstep, 4
+// weight streams per thread (one_row_vnni).
 // The VNNI kernel prefetches the next chunk only where the chunk is walked in 3 or more calls
 // (13+ rows): on Sapphire Rapids, int8 decode at batch 1-8 read weights at 80-97% of the bandwidth
 // without it, and there the prefetches changed nothing measurable (lmrun bench, medians of 3
@@ -14,7 +16,9 @@
 #include "kernels/avx512_intrinsics.h"
 
 #include "kernels/linear_int8.h"
+#include "kernels/dispatch_constant.h"
 #include "kernels/linear_int8_driver.h"
+#include "kernels/linear_store_avx512.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -137,9 +141,58 @@ struct Int8Avx512 {
     }
 };
 
+// One row (batch-1 decode): S tiles walked in lockstep, so that each thread keeps S sequential
+// weight streams in flight, as the BF16 one-row GEMV does (linear_gemv_avx512.cpp): one stream per
+// thread read the weights at 35-46 GB/s of ~70 (Zen 5, kernel_bench).
+constexpr int kOneRowStreams = 4;
+
+template <int S>
+void one_row_vnni_tiles(const uint8_t* xq, float x_scale, const PackedLinear& w, int64_t first_tile,
+                        const float* bias, float* y) {
+    const int8_t* tile0 = static_cast<const int8_t*>(w.data) + first_tile * w.tile_elements();
+    const int64_t quads = w.padded_in / 4;
+    __m512i sum[S][4];
+    for (int s = 0; s < S; ++s)
+        for (int64_t j = 0; j < 4; ++j) sum[s][j] = _mm512_setzero_si512();
+    for (int64_t p = 0; p < quads; ++p) {
+        const __m512i xp = broadcast_quad(xq + 4 * p);
+        for (int s = 0; s < S; ++s) {
+            const int8_t* wp = tile0 + s * w.tile_elements() + p * kInt8QuadBytes;
+            for (int64_t j = 0; j < 4; ++j) sum[s][j] = dpbusd(sum[s][j], xp, _mm512_loadu_si512(wp + 64 * j));
+        }
+    }
+    for (int s = 0; s < S; ++s) {
+        const int64_t n0 = (first_tile + s) * kTileOutputs;
+        __m512 out[4];
+        for (int64_t j = 0; j < 4; ++j) {
+            const int64_t n = n0 + 16 * j;
+            const int64_t left = w.out_features - n;
+            const __mmask16 mask = left >= 16 ? __mmask16(0xffff) : left > 0 ? __mmask16((1u << left) - 1) : 0;
+            const __m512i exact = _mm512_sub_epi32(sum[s][j], _mm512_maskz_loadu_epi32(mask, w.compensation + n));
+            const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(x_scale), _mm512_maskz_loadu_ps(mask, w.scales + n));
+            out[j] = _mm512_mul_ps(_mm512_cvtepi32_ps(exact), scale);
+        }
+        store_tile_outputs(out, w.out_features - n0, bias ? bias + n0 : nullptr, y + n0);
+    }
+}
+
+void one_row_vnni(const float* x, const PackedLinear& w, const float* bias, float* y) {
+    uint8_t* xq = int8_x_buffer(size_t(w.padded_in));
+    float* x_scale = int8_x_scale_buffer(1);
+    quantize_rows_int8(x, 1, w.in_features, w.padded_in, /*unsigned_offset=*/true, xq, x_scale);
+    parallel_for(w.num_tiles, [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; t += kOneRowStreams) {
+            const int64_t streams = end - t < kOneRowStreams ? end - t : kOneRowStreams;
+            dispatch_constant<1, 2, 3, 4>(
+                streams, [&](auto s) { one_row_vnni_tiles<decltype(s)::value>(xq, *x_scale, w, t, bias, y); });
+        }
+    });
+}
+
 }  // namespace
 
 void linear_int8_vnni(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y) {
+    if (num_rows == 1) return one_row_vnni(x, w, bias, y);
     int8_driver<Int8Vnni>(x, num_rows, w, bias, y);
 }
 
