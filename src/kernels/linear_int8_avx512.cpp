@@ -7,10 +7,10 @@
 //    a masked subtract negates the weight bytes where x is negative).
 // One row (batch-1 decode) skips the loop nest: the VNNI kernel walks 4 tiles in lockstep, 4
 // weight streams per thread (one_row_vnni).
-// The VNNI kernel prefetches the next chunk only where the chunk is walked in 3 or more calls
-// (13+ rows): on Sapphire Rapids, int8 decode at batch 1-8 read weights at 80-97% of the bandwidth
+// The VNNI kernel prefetches the next chunk only where the chunk is walked in 2 or more calls
+// (7+ rows): on Sapphire Rapids, int8 decode at batch 1-8 read weights at 80-97% of the bandwidth
 // without it, and there the prefetches changed nothing measurable (lmrun bench, medians of 3
-// alternating rounds: 0.92-1.12x); on Zen 5 they cost at 1 row and gain at 32-64 (Int8Vnni).
+// alternating rounds: 0.92-1.12x); on Zen 5 they are mixed at 2-4 rows and gain from 7 (Int8Vnni).
 // The AVX-512BW kernel issues none.
 
 #include "kernels/avx512_intrinsics.h"
@@ -46,11 +46,13 @@ struct Int8Vnni {
     static constexpr int64_t kCols = 64;
     static constexpr int kMaxRows = 6;
     static constexpr bool kUnsignedX = true;
-    // Zen 5, kernel_bench, alternating rounds: the prefetch gains 3-17% at 16-64 rows. At 1 row
-    // (one pass per chunk, which the hardware prefetcher already follows) one 5-round run had it
-    // 14-33% slower, but identical binaries differed by up to 23% in another: off there, as on
-    // Sapphire Rapids, where it changed nothing at 1-8 rows.
-    static constexpr int64_t kMinCallsToPrefetch = 3;
+    // Zen 5, kernel_bench, alternating rounds: the prefetch gains 3-17% at 16-64 rows, 0.93-1.11x
+    // at 7-8 rows and 1.03-1.30x at 10-12 (2 calls per chunk; 7 rounds). At 2-4 rows (one call)
+    // it measured 0.86-1.12x: off there, as on Sapphire Rapids, where it changed nothing at 1-8
+    // rows. (Batch 1 has its own kernel, one_row_vnni.) Prefetching two chunks ahead instead of
+    // one was 5-17% slower at 8-64 rows; walking two tiles' chunks in turn (two streams per
+    // thread, as one_row_vnni does at one row) was slower at 4-64 rows.
+    static constexpr int64_t kMinCallsToPrefetch = 2;
 
     template <int R>
     static void run_rows(const int8_t* w, int64_t quads, const uint8_t* x, int64_t x_stride, int32_t* acc,
