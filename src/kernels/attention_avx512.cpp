@@ -212,6 +212,11 @@ struct Bf16Tile {
     static void attend_rows(const uint16_t* q, const uint16_t* keys, const uint16_t* values, int64_t stride,
                             int64_t count, float* o, float* m, float* l) {
         const __mmask16 valid = __mmask16((1u << count) - 1);
+        // q stays in registers over the chunk's keys (gcc reloaded it for every key).
+        __m512bh q_vecs[R][kPairVecs];
+        for (int r = 0; r < R; ++r)
+            for (int64_t c = 0; c < kPairVecs; ++c)
+                q_vecs[r][c] = (__m512bh)_mm512_loadu_si512(q + r * D + 32 * c);
         __m512 dots[R][16];
         for (int64_t j = 0; j < 16; ++j) {
             __m512 acc[R];
@@ -219,9 +224,7 @@ struct Bf16Tile {
             if (j < count) {
                 for (int64_t c = 0; c < kPairVecs; ++c) {
                     __m512bh k = (__m512bh)_mm512_loadu_si512(keys + j * stride + 32 * c);
-                    for (int r = 0; r < R; ++r)
-                        acc[r] =
-                            _mm512_dpbf16_ps(acc[r], k, (__m512bh)_mm512_loadu_si512(q + r * D + 32 * c));
+                    for (int r = 0; r < R; ++r) acc[r] = _mm512_dpbf16_ps(acc[r], k, q_vecs[r][c]);
                 }
             }
             for (int r = 0; r < R; ++r) dots[r][kReducePerm[j]] = acc[r];
