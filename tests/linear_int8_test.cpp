@@ -150,6 +150,7 @@ std::vector<Int8Problem> int8_problems() {
     list.push_back({1, 1, 1});
     list.push_back({2, 65, 1000});
     list.push_back({1, 600, 130});  // one row: 10 tiles, 4 streams per thread and a partial last tile
+    list.push_back({1, 448, 70});   // one row: 7 tiles, groups of 4 and 3 on one or two threads
     list.push_back({9, 64, 64});
     list.push_back({40, 200, 1024});
     list.push_back({600, 70, 1100});  // several x panels per pass over the weights (AMX)

@@ -18,7 +18,6 @@
 #include "kernels/dispatch_constant.h"
 #include "kernels/linear_int8.h"
 #include "kernels/linear_int8_driver.h"
-#include "kernels/linear_store_avx512.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -165,21 +164,9 @@ void one_row_vnni_tiles(const uint8_t* xq, float x_scale, const PackedLinear& w,
         }
     }
     for (int s = 0; s < S; ++s) {
-        const int64_t n0 = (first_tile + s) * kTileOutputs;
-        __m512 out[4];
-        for (int64_t j = 0; j < 4; ++j) {
-            const int64_t n = n0 + 16 * j;
-            const int64_t left = w.out_features - n;
-            const __mmask16 mask = left >= 16 ? __mmask16(0xffff)
-                                   : left > 0 ? __mmask16((1u << left) - 1)
-                                              : 0;
-            const __m512i exact =
-                _mm512_sub_epi32(sum[s][j], _mm512_maskz_loadu_epi32(mask, w.compensation + n));
-            const __m512 scale =
-                _mm512_mul_ps(_mm512_set1_ps(x_scale), _mm512_maskz_loadu_ps(mask, w.scales + n));
-            out[j] = _mm512_mul_ps(_mm512_cvtepi32_ps(exact), scale);
-        }
-        store_tile_outputs(out, w.out_features - n0, bias ? bias + n0 : nullptr, y + n0);
+        alignas(64) int32_t sums[kTileOutputs];
+        for (int64_t j = 0; j < 4; ++j) _mm512_store_si512(sums + 16 * j, sum[s][j]);
+        dequantize_tile<true>(sums, 1, &x_scale, w, first_tile + s, bias, y);
     }
 }
 
@@ -189,7 +176,7 @@ void one_row_vnni(const float* x, const PackedLinear& w, const float* bias, floa
     quantize_rows_int8(x, 1, w.in_features, w.padded_in, /*unsigned_offset=*/true, xq, x_scale);
     parallel_for(w.num_tiles, [&](int64_t begin, int64_t end) {
         for (int64_t t = begin; t < end; t += kOneRowStreams) {
-            const int64_t streams = end - t < kOneRowStreams ? end - t : kOneRowStreams;
+            const int64_t streams = int8_min(kOneRowStreams, end - t);
             dispatch_constant<1, 2, 3, 4>(streams, [&](auto s) {
                 one_row_vnni_tiles<decltype(s)::value>(xq, *x_scale, w, t, bias, y);
             });
