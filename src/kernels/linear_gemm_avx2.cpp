@@ -12,6 +12,7 @@
 #include "core/parallel.h"
 #include "kernels/isa_local_math.h"
 #include "kernels/linear_gemv.h"
+#include "kernels/row_blocks.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -90,6 +91,7 @@ void gemm_tile(const float* x, int64_t row_begin, int64_t row_end, const PackedL
     const int64_t n0 = t * kTileOutputs;
     const int64_t count = min_i64(kTileOutputs, w.out_features - n0);
     const bool bf16 = w.dtype == DType::BF16;
+    const RowBlocks blocks(row_end - row_begin, kBlockRows);  // near-equal (row_blocks.h)
     for (int64_t k0 = 0; k0 < w.in_features; k0 += kChunkK) {
         const int64_t kc = min_i64(kChunkK, w.in_features - k0);
         const float* chunk = nullptr;
@@ -100,8 +102,8 @@ void gemm_tile(const float* x, int64_t row_begin, int64_t row_end, const PackedL
         } else {
             chunk = static_cast<const float*>(w.data) + t * w.tile_elements() + k0 * kTileOutputs;
         }
-        for (int64_t r = row_begin; r < row_end; r += kBlockRows) {
-            const int64_t rows = min_i64(kBlockRows, row_end - r);
+        for (int64_t b = 0; b < blocks.count; ++b) {
+            const int64_t r = row_begin + blocks.first_row(b), rows = blocks.rows(b);
             for (int64_t col = 0; col < count; col += kBlockCols) {
                 kBlockKernels[rows](chunk + col, kc, x + r * w.in_features + k0, w.in_features,
                                     y + r * w.out_features + n0 + col, w.out_features, k0 == 0,
