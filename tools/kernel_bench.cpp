@@ -2,7 +2,7 @@
 // of the oneDNN matmul path (prefill rows), plus the GEMV-vs-oneDNN crossover and attention;
 // --only int8: the int8 (W8A8) kernels linear() picks for this ISA, GB/s of int8 weights.
 // Usage: kernel_bench [--threads N] [--quick] [--cpu-time] [--only linear|int8|attention]
-//                     [--kv-dtype bf16|int8|fp8] [--rows 1,2,8]
+//                     [--kv-dtype bf16|int8|fp8] [--kv-working-set BYTES] [--rows 1,2,8]
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -163,7 +163,7 @@ KvCopy make_kv_copy(size_t elements, int64_t head_dim, DType kv_dtype) {
     return c;
 }
 
-void bench_attention(bool quick, DType kv_dtype) {
+void bench_attention(bool quick, DType kv_dtype, double kv_working_set) {
     // Qwen3-0.6B: 16 query heads, 8 kv heads, head_dim 128, block 16 or 256.
     std::printf("\n== paged attention (16 heads, 8 kv heads, d=128, %s cache) ==\n",
                 std::string(dtype_name(kv_dtype)).c_str());
@@ -188,9 +188,10 @@ void bench_attention(bool quick, DType kv_dtype) {
         const size_t elements = size_t(num_blocks * block * kv_heads * dim);
         // Enough copies to cycle through that every call reads its KV from DRAM, as a decode step
         // does (28 layers' KV and the weights pass between two reads of one layer's), instead of
-        // finding a small batch's few MiB in L3.
+        // finding a small batch's few MiB in L3. --kv-working-set 0 keeps one copy: the tile's
+        // own rate with the KV in cache where it fits.
         const size_t copies =
-            size_t(std::max<double>(1.0, std::ceil(256e6 / double(2 * elements * element_bytes))));
+            size_t(std::max<double>(1.0, std::ceil(kv_working_set / double(2 * elements * element_bytes))));
         std::vector<KvCopy> kv;
         for (size_t i = 0; i < copies; ++i) kv.push_back(make_kv_copy(elements, dim, kv_dtype));
         std::vector<int32_t> tables(static_cast<size_t>(num_blocks)), cu = {0}, lens;
@@ -230,7 +231,10 @@ int main(int argc, char** argv) {
     bool quick = false;
     std::string only;  // "linear", "int8" (the int8 weight kernels, only on request) or "attention"
     DType kv_dtype = DType::BF16;
+    double kv_working_set = 256e6;  // bytes of KV copies the attention calls cycle through
     for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--kv-working-set") == 0 && i + 1 < argc)
+            kv_working_set = std::atof(argv[++i]);
         if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
         if (std::strcmp(argv[i], "--quick") == 0) quick = true;
         if (std::strcmp(argv[i], "--cpu-time") == 0) g_cpu_time = true;
@@ -265,6 +269,6 @@ int main(int argc, char** argv) {
         bench_linear(DType::F32, quick);
     }
     if (only == "int8") bench_linear(DType::I8, quick);
-    if (only.empty() || only == "attention") bench_attention(quick, kv_dtype);
+    if (only.empty() || only == "attention") bench_attention(quick, kv_dtype, kv_working_set);
     return 0;
 }
