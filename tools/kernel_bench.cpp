@@ -233,8 +233,14 @@ int main(int argc, char** argv) {
     DType kv_dtype = DType::BF16;
     double kv_working_set = 256e6;  // bytes of KV copies the attention calls cycle through
     for (int i = 1; i < argc; ++i) {
-        if (std::strcmp(argv[i], "--kv-working-set") == 0 && i + 1 < argc)
-            kv_working_set = std::atof(argv[++i]);
+        if (std::strcmp(argv[i], "--kv-working-set") == 0 && i + 1 < argc) {
+            char* end = nullptr;
+            kv_working_set = std::strtod(argv[++i], &end);
+            if (end == argv[i] || *end != '\0' || !(kv_working_set >= 0)) {
+                std::fprintf(stderr, "--kv-working-set: a number of bytes >= 0, not %s\n", argv[i]);
+                return 2;
+            }
+        }
         if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
         if (std::strcmp(argv[i], "--quick") == 0) quick = true;
         if (std::strcmp(argv[i], "--cpu-time") == 0) g_cpu_time = true;

@@ -60,10 +60,9 @@ void int8_tile(const uint8_t* xq, int64_t num_rows, const PackedLinear& w, int64
     const int64_t quads = w.padded_in / 4;
     // Near-equal row blocks from three on (Zen 5, VNNI, kernel_bench, 7 alternating rounds:
     // 1.03-1.08x at 20 rows, 1.07-1.10x at 32, 1.02-1.09x at 64). Two blocks keep the first full:
-    // 6+2 beat 4+4 (and 6+1, 6+4 beat 4+3, 5+5) by 0-20% at 7-10 rows, where the weights come
-    // from DRAM as the first block walks them.
-    const RowBlocks blocks(num_rows, Kernel::kMaxRows);
-    const bool balanced = blocks.count >= 3;
+    // at 7-10 rows, where the weights come from DRAM as the first block walks them, 4+3 / 4+4 /
+    // 5+5 ran at 0.83-1.02x of 6+1 / 6+2 / 6+4 (9 rounds).
+    const RowBlocks blocks(num_rows, Kernel::kMaxRows, /*balance_from=*/3);
     const int64_t calls = blocks.count * (kTileOutputs / Kernel::kCols);
     for (int64_t q0 = 0; q0 < quads; q0 += kInt8ChunkQuads) {
         const int64_t steps = int8_min(kInt8ChunkQuads, quads - q0);
@@ -71,8 +70,8 @@ void int8_tile(const uint8_t* xq, int64_t num_rows, const PackedLinear& w, int64
             calls >= Kernel::kMinCallsToPrefetch ? weights + (q0 + steps) * kInt8QuadBytes : nullptr;
         int64_t call = 0;
         for (int64_t b = 0; b < blocks.count; ++b) {
-            const int64_t r = balanced ? blocks.first_row(b) : b * Kernel::kMaxRows;
-            const int rows = int(balanced ? blocks.rows(b) : int8_min(Kernel::kMaxRows, num_rows - r));
+            const int64_t r = blocks.first_row(b);
+            const int rows = int(blocks.rows(b));
             for (int64_t col = 0; col < kTileOutputs; col += Kernel::kCols, ++call) {
                 const NextChunkPrefetch prefetch = NextChunkPrefetch::whole(next_chunk).pass(call, calls);
                 Kernel::run(rows, weights + q0 * kInt8QuadBytes + col * 4, steps,
