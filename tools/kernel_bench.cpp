@@ -4,6 +4,7 @@
 // Usage: kernel_bench [--threads N] [--quick] [--cpu-time] [--only linear|int8|attention]
 //                     [--kv-dtype bf16|int8|fp8] [--kv-working-set BYTES] [--rows 1,2,8]
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -236,8 +237,13 @@ int main(int argc, char** argv) {
         if (std::strcmp(argv[i], "--kv-working-set") == 0 && i + 1 < argc) {
             char* end = nullptr;
             kv_working_set = std::strtod(argv[++i], &end);
-            if (end == argv[i] || *end != '\0' || !(kv_working_set >= 0)) {
-                std::fprintf(stderr, "--kv-working-set: a number of bytes >= 0, not %s\n", argv[i]);
+            // At most the machine's memory: also rejects inf, whose copy count no size_t holds.
+            const double memory = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+            if (end == argv[i] || *end != '\0' || !(kv_working_set >= 0) || !(kv_working_set <= memory)) {
+                std::fprintf(
+                    stderr,
+                    "--kv-working-set: a number of bytes from 0 to this machine's memory (%.0f), not %s\n",
+                    memory, argv[i]);
                 return 2;
             }
         }
