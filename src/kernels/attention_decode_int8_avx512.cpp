@@ -86,7 +86,9 @@ struct Int8VnniTile {
     template <int R>
     static void attend_rows(const int16_t* q16, const float* q_scale, const int8_t* keys,
                             const int8_t* values, int64_t stride, int64_t count, const float* k_scales,
-                            const float* v_scales, float* o, float* m, float* l) {
+                            const float* v_scales, ChunkPrefetch& chunk_prefetch, float* o, float* m,
+                            float* l) {
+        ChunkPrefetch prefetch = chunk_prefetch;  // a local copy: its fields stay in registers
         const __mmask16 valid = __mmask16((1u << count) - 1);
         __m512i q[R][kWordVecs];
         for (int r = 0; r < R; ++r)
@@ -94,6 +96,7 @@ struct Int8VnniTile {
                 q[r][c] = _mm512_loadu_si512(q16 + r * kRowWords + 32 * c);
         alignas(64) int32_t dots[R][16][16];
         for (int64_t j = 0; j < 16; ++j) {
+            prefetch.step();
             __m512i acc[R];
             for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_si512();
             if (j < count) {
@@ -104,6 +107,7 @@ struct Int8VnniTile {
             }
             for (int r = 0; r < R; ++r) _mm512_store_si512(dots[r][kReducePerm[j]], acc[r]);
         }
+        chunk_prefetch = prefetch;
         const __m512 key_scale = _mm512_maskz_loadu_ps(valid, k_scales);
         const __m512 value_scale = _mm512_maskz_loadu_ps(valid, v_scales);
         alignas(32) uint32_t p_pairs[R][8];  // dword g: the int16 weights of keys 2g and 2g + 1
@@ -178,10 +182,12 @@ struct Int8VnniTile {
         alignas(64) float k_scales[16], v_scales[16];
         for (int64_t key0 = w.key_begin; key0 < num_keys;) {
             const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
-            const KeyChunk next = next_key_chunk(cache, blocks, key0, count, num_keys);
+            // The next chunk's prefetch, a few lines per key step of every attend_rows call over
+            // this chunk: (group + 1) / 2 calls per KV head, kKeyChunk steps each.
+            ChunkPrefetch prefetch(cache, next_key_chunk(cache, blocks, key0, count, num_keys), w.kv_head,
+                                   w.kv_head_count, w.kv_head_count * ((group + 1) / 2) * kKeyChunk);
             // Heads in address order: a token's KV heads are adjacent in the cache.
             for (int64_t h = 0; h < w.kv_head_count; ++h) {
-                prefetch_next_chunk_part(cache, next, w.kv_head, w.kv_head_count, h, w.kv_head_count);
                 const int64_t head = w.kv_head + h;
                 for (int64_t j = 0; j < count; ++j) {
                     k_scales[j] = cache.k_scale[(slot + j) * cache.num_kv_heads + head];
@@ -191,11 +197,13 @@ struct Int8VnniTile {
                 for (int64_t r = h * group; r < (h + 1) * group;) {
                     if ((h + 1) * group - r >= 2) {
                         attend_rows<2>(q16 + r * kRowWords, q_scale + r, k_cache + first, v_cache + first,
-                                       stride, count, k_scales, v_scales, o + r * kOutFloats, m + r, l + r);
+                                       stride, count, k_scales, v_scales, prefetch, o + r * kOutFloats, m + r,
+                                       l + r);
                         r += 2;
                     } else {
                         attend_rows<1>(q16 + r * kRowWords, q_scale + r, k_cache + first, v_cache + first,
-                                       stride, count, k_scales, v_scales, o + r * kOutFloats, m + r, l + r);
+                                       stride, count, k_scales, v_scales, prefetch, o + r * kOutFloats, m + r,
+                                       l + r);
                         r += 1;
                     }
                 }

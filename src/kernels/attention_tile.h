@@ -98,6 +98,44 @@ inline void prefetch_next_chunk_part(const KvCacheLayer& cache, KeyChunk next, i
         }
     }
 }
+
+// The same prefetch of the next chunk, issued from inside a tile's key loop a K and V line pair
+// (or a few) at a time: `steps` calls of step() over the chunk issue all of it, in address order.
+// Set up once per chunk and walked by pointer; the per-head form above spends about seven
+// instructions per line on index arithmetic and divides once per head. Int8 VNNI tile, Zen 5
+// VM, d=128, GQA 2: KV in L2, one thread, 11-12 against 13 ns per key and KV head; `lmrun bench`,
+// int8 weights and KV, batch 8 at 4096 tokens, 3 alternating rounds: paged attention 57-62
+// against 65-97 ms per step.
+class ChunkPrefetch {
+  public:
+    ChunkPrefetch() = default;
+    ChunkPrefetch(const KvCacheLayer& cache, KeyChunk next, int64_t kv_head, int64_t kv_head_count,
+                  int64_t steps) {
+        if (next.count <= 0) return;
+        const int64_t head_bytes = cache.head_dim * int64_t(dtype_size_bytes(cache.dtype));
+        const int64_t token_bytes = cache.num_kv_heads * head_bytes;
+        token_lines_ = (kv_head_count * head_bytes + 63) / 64;
+        token_skip_ = token_bytes - 64 * token_lines_;
+        left_ = next.count * token_lines_;
+        per_step_ = (left_ + steps - 1) / steps;
+        const int64_t first = next.slot * token_bytes + kv_head * head_bytes;
+        k_ = static_cast<const char*>(cache.k) + first;
+        v_ = static_cast<const char*>(cache.v) + first;
+    }
+    void step() {
+        for (int64_t i = 0; i < per_step_ && left_ > 0; ++i, --left_) {
+            __builtin_prefetch(k_);
+            __builtin_prefetch(v_);
+            k_ += 64, v_ += 64;
+            if (++line_ == token_lines_) line_ = 0, k_ += token_skip_, v_ += token_skip_;
+        }
+    }
+
+  private:
+    const char* k_ = nullptr;
+    const char* v_ = nullptr;
+    int64_t line_ = 0, token_lines_ = 0, token_skip_ = 0, left_ = 0, per_step_ = 0;
+};
 }  // namespace
 
 inline int64_t attention_partial_floats(int64_t head_dim) {
