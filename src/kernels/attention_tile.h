@@ -72,23 +72,34 @@ inline KeyChunk next_key_chunk(const KvCacheLayer& cache, const int32_t* blocks,
     return key0 + count < num_keys ? key_chunk(cache, blocks, key0 + count, num_keys) : KeyChunk{0, 0};
 }
 
+// Where the next chunk's K and V rows of heads [kv_head, kv_head + kv_head_count) lie: `first`
+// bytes into each cache, a token row every token_bytes, token_lines cache lines of it wanted.
+struct ChunkLines {
+    int64_t first, token_bytes, token_lines;
+};
+inline ChunkLines chunk_lines(const KvCacheLayer& cache, KeyChunk next, int64_t kv_head,
+                              int64_t kv_head_count) {
+    const int64_t head_bytes = cache.head_dim * int64_t(dtype_size_bytes(cache.dtype));
+    const int64_t token_bytes = cache.num_kv_heads * head_bytes;
+    return {next.slot * token_bytes + kv_head * head_bytes, token_bytes,
+            (kv_head_count * head_bytes + 63) / 64};
+}
+
 // Decode tiles walk a chunk one KV head at a time, and each head's rows are a whole token row
 // apart, which the hardware prefetcher does not follow. So the next chunk's K and V rows of heads
 // [kv_head, kv_head + kv_head_count) are prefetched into L1 in address order, the part'th of
 // `parts` shares while the part'th head of this chunk is computed: spread, the prefetches do not
 // fill the line-fill buffers at once. Engine, Sapphire Rapids VM, int8 weights, paged attention
 // per step in alternating runs on two noisy hours: BF16 cache, batch 64 at 128 tokens of context
-// 66-76 → 55-69 ms, batch 8 at 4096 tokens 218-284 → 205-263 ms; int8 cache (VNNI tile), batch
-// 64: 42 → 33 ms. Prefetched into L2 instead: less of the gain (batch 8, 4096: 220-226 ms).
+// 66-76 → 55-69 ms, batch 8 at 4096 tokens 218-284 → 205-263 ms; int8 cache (VNNI tile, which
+// has since moved to ChunkPrefetch below), batch 64: 42 → 33 ms. Prefetched into L2 instead: less
+// of the gain (batch 8, 4096: 220-226 ms).
 inline void prefetch_next_chunk_part(const KvCacheLayer& cache, KeyChunk next, int64_t kv_head,
                                      int64_t kv_head_count, int64_t part, int64_t parts) {
     if (next.count <= 0) return;
-    const int64_t head_bytes = cache.head_dim * int64_t(dtype_size_bytes(cache.dtype));
-    const int64_t token_bytes = cache.num_kv_heads * head_bytes;
-    const int64_t token_lines = (kv_head_count * head_bytes + 63) / 64;
+    const auto [first, token_bytes, token_lines] = chunk_lines(cache, next, kv_head, kv_head_count);
     const int64_t lines = next.count * token_lines;
     const int64_t begin = lines * part / parts, end = lines * (part + 1) / parts;
-    const int64_t first = next.slot * token_bytes + kv_head * head_bytes;
     for (const void* base : {cache.k, cache.v}) {
         const char* chunk = static_cast<const char*>(base) + first;
         int64_t token = begin / token_lines, line = begin % token_lines;
@@ -105,20 +116,18 @@ inline void prefetch_next_chunk_part(const KvCacheLayer& cache, KeyChunk next, i
 // instructions per line on index arithmetic and divides once per head. Int8 VNNI tile, Zen 5
 // VM, d=128, GQA 2: KV in L2, one thread, 11-12 against 13 ns per key and KV head; `lmrun bench`,
 // int8 weights and KV, batch 8 at 4096 tokens, 3 alternating rounds: paged attention 57-62
-// against 65-97 ms per step.
+// against 65-97 ms per step. (The BF16 tile measured slower with it: README.)
 class ChunkPrefetch {
   public:
     ChunkPrefetch() = default;
     ChunkPrefetch(const KvCacheLayer& cache, KeyChunk next, int64_t kv_head, int64_t kv_head_count,
                   int64_t steps) {
         if (next.count <= 0) return;
-        const int64_t head_bytes = cache.head_dim * int64_t(dtype_size_bytes(cache.dtype));
-        const int64_t token_bytes = cache.num_kv_heads * head_bytes;
-        token_lines_ = (kv_head_count * head_bytes + 63) / 64;
-        token_skip_ = token_bytes - 64 * token_lines_;
-        left_ = next.count * token_lines_;
+        const auto [first, token_bytes, token_lines] = chunk_lines(cache, next, kv_head, kv_head_count);
+        token_lines_ = token_lines;
+        token_skip_ = token_bytes - 64 * token_lines;
+        left_ = next.count * token_lines;
         per_step_ = (left_ + steps - 1) / steps;
-        const int64_t first = next.slot * token_bytes + kv_head * head_bytes;
         k_ = static_cast<const char*>(cache.k) + first;
         v_ = static_cast<const char*>(cache.v) + first;
     }
