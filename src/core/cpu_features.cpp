@@ -26,6 +26,8 @@ bool request_amx_permission() {
 
 CpuFeatures detect() {
     CpuFeatures features;
+    const long l1d = sysconf(_SC_LEVEL1_DCACHE_SIZE);  // glibc reads it from CPUID (Intel and AMD)
+    features.l1d_bytes = l1d > 0 ? int64_t(l1d) : 0;
     unsigned eax, ebx, ecx, edx;
     if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return features;
     bool osxsave = ecx & (1u << 27);

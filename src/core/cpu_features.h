@@ -8,6 +8,7 @@
 //   amx          + AMX tiles for BF16 and int8 (Sapphire Rapids); OS permission requested
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace lmrun {
@@ -24,6 +25,7 @@ struct CpuFeatures {
     bool avx512_vnni = false;
     bool avx512_bf16 = false;
     bool amx_bf16 = false;  // AMX tiles with BF16 and INT8 dot products, and the OS permission to use them
+    int64_t l1d_bytes = 0;  // one core's L1 data cache (0: not reported)
 };
 
 const CpuFeatures& cpu_features();

@@ -10,6 +10,7 @@
 #include "core/check.h"
 #include "core/parallel.h"
 #include "kernels/attention_tile.h"
+#include "kernels/kv_prefetch_level.h"
 #include "kernels/kv_quantize.h"
 #include "kernels/linear_amx.h"
 #include "kernels/thread_buffer.h"
@@ -164,6 +165,7 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
     AttentionArgs a = args;
     a.bf16_dot = isa >= Isa::Avx512Bf16 && cpu_features().avx512_bf16;
     a.int8_dot = isa >= Isa::Avx512Vnni && cpu_features().avx512_vnni;
+    a.kv_prefetch_l2 = kv_prefetch_level() == KvPrefetchLevel::L2;
     const KvCacheLayer& cache = a.cache;
     LMRUN_CHECK(cache.num_kv_heads > 0 && a.num_heads % cache.num_kv_heads == 0,
                 "num_heads %ld is not a multiple of num_kv_heads %ld", long(a.num_heads),

@@ -179,7 +179,7 @@ struct DecodeTile {
             const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
             const KeyChunk next = next_key_chunk(cache, blocks, key0, count, num_keys);
             for (int64_t h = 0; h < heads; ++h) {
-                prefetch_next_chunk_part(cache, next, w.kv_head, heads, h, heads);
+                prefetch_next_chunk_part(cache, next, w.kv_head, heads, h, heads, a.kv_prefetch_l2);
                 widen_chunk(cache, cache.k, slot, w.kv_head + h, 1, count, k_chunk);
                 widen_chunk(cache, cache.v, slot, w.kv_head + h, 1, count, v_chunk);
                 for (int64_t r = h * group; r < (h + 1) * group; ++r) {
@@ -294,7 +294,8 @@ struct Bf16Tile {
             const KeyChunk next = next_key_chunk(cache, blocks, key0, count, num_keys);
             // Heads in address order: a token's KV heads are adjacent in the cache.
             for (int64_t h = 0; h < w.kv_head_count; ++h) {
-                prefetch_next_chunk_part(cache, next, w.kv_head, w.kv_head_count, h, w.kv_head_count);
+                prefetch_next_chunk_part(cache, next, w.kv_head, w.kv_head_count, h, w.kv_head_count,
+                                         a.kv_prefetch_l2);
                 const int64_t first = (slot * cache.num_kv_heads + w.kv_head + h) * D;
                 for (int64_t r = h * group; r < (h + 1) * group;) {
                     if ((h + 1) * group - r >= 2) {
@@ -407,7 +408,8 @@ struct ScaledTile {
             const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
             const KeyChunk next = next_key_chunk(cache, blocks, key0, count, num_keys);
             for (int64_t h = 0; h < w.kv_head_count; ++h) {
-                prefetch_next_chunk_part(cache, next, w.kv_head, w.kv_head_count, h, w.kv_head_count);
+                prefetch_next_chunk_part(cache, next, w.kv_head, w.kv_head_count, h, w.kv_head_count,
+                                         a.kv_prefetch_l2);
                 const int64_t head = w.kv_head + h;
                 for (int64_t j = 0; j < count; ++j) {
                     k_scales[j] = cache.k_scale[(slot + j) * cache.num_kv_heads + head] * byte_unit;

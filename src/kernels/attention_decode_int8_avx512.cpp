@@ -185,7 +185,8 @@ struct Int8VnniTile {
             // The next chunk's prefetch, a few lines per key step of every attend_rows call over
             // this chunk: (group + 1) / 2 calls per KV head, kKeyChunk steps each.
             ChunkPrefetch prefetch(cache, next_key_chunk(cache, blocks, key0, count, num_keys), w.kv_head,
-                                   w.kv_head_count, w.kv_head_count * ((group + 1) / 2) * kKeyChunk);
+                                   w.kv_head_count, w.kv_head_count * ((group + 1) / 2) * kKeyChunk,
+                                   a.kv_prefetch_l2);
             // Heads in address order: a token's KV heads are adjacent in the cache.
             for (int64_t h = 0; h < w.kv_head_count; ++h) {
                 const int64_t head = w.kv_head + h;

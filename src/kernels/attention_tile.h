@@ -8,6 +8,7 @@
 
 #include "core/cpu_features.h"
 #include "kernels/attention.h"
+#include "kernels/kv_prefetch_level.h"
 
 namespace lmrun::kernels {
 
@@ -35,6 +36,9 @@ struct AttentionArgs {
     // Decode on I8 caches may use AVX512_VNNI integer dot products (q and p quantized to 16-bit
     // integers); set from the ISA level as bf16_dot is.
     bool int8_dot = false;
+    // Decode tiles prefetch the next key chunk into L2 instead of L1 (kv_prefetch_level.h); set
+    // by paged_attention_for_isa.
+    bool kv_prefetch_l2 = false;
 };
 
 inline constexpr int64_t kMinKeysPerSplit = 256;  // smallest key range worth its own work item
@@ -72,6 +76,15 @@ inline KeyChunk next_key_chunk(const KvCacheLayer& cache, const int32_t* blocks,
     return key0 + count < num_keys ? key_chunk(cache, blocks, key0 + count, num_keys) : KeyChunk{0, 0};
 }
 
+// One line of KV a tile reads soon, into L2 or L1 (kv_prefetch_level.h).
+inline void prefetch_kv_line(const void* line, bool into_l2) {
+    if (into_l2) {
+        __builtin_prefetch(line, 0, 2);  // prefetcht1
+    } else {
+        __builtin_prefetch(line, 0, 3);  // prefetcht0
+    }
+}
+
 // Where the next chunk's K and V rows of heads [kv_head, kv_head + kv_head_count) lie: `first`
 // bytes into each cache, a token row every token_bytes, token_lines cache lines of it wanted.
 struct ChunkLines {
@@ -87,15 +100,15 @@ inline ChunkLines chunk_lines(const KvCacheLayer& cache, KeyChunk next, int64_t 
 
 // Decode tiles walk a chunk one KV head at a time, and each head's rows are a whole token row
 // apart, which the hardware prefetcher does not follow. So the next chunk's K and V rows of heads
-// [kv_head, kv_head + kv_head_count) are prefetched into L1 in address order, the part'th of
+// [kv_head, kv_head + kv_head_count) are prefetched (into L1 or L2: into_l2) in address order, the part'th of
 // `parts` shares while the part'th head of this chunk is computed: spread, the prefetches do not
 // fill the line-fill buffers at once. Engine, Sapphire Rapids VM, int8 weights, paged attention
 // per step in alternating runs on two noisy hours: BF16 cache, batch 64 at 128 tokens of context
 // 66-76 → 55-69 ms, batch 8 at 4096 tokens 218-284 → 205-263 ms; int8 cache (VNNI tile, which
 // has since moved to ChunkPrefetch below), batch 64: 42 → 33 ms. Prefetched into L2 instead: less
-// of the gain (batch 8, 4096: 220-226 ms).
+// of the gain there (batch 8, 4096: 220-226 ms), but 1.5-2x on Zen 4 (kv_prefetch_level.h).
 inline void prefetch_next_chunk_part(const KvCacheLayer& cache, KeyChunk next, int64_t kv_head,
-                                     int64_t kv_head_count, int64_t part, int64_t parts) {
+                                     int64_t kv_head_count, int64_t part, int64_t parts, bool into_l2) {
     if (next.count <= 0) return;
     const auto [first, token_bytes, token_lines] = chunk_lines(cache, next, kv_head, kv_head_count);
     const int64_t lines = next.count * token_lines;
@@ -104,7 +117,7 @@ inline void prefetch_next_chunk_part(const KvCacheLayer& cache, KeyChunk next, i
         const char* chunk = static_cast<const char*>(base) + first;
         int64_t token = begin / token_lines, line = begin % token_lines;
         for (int64_t i = begin; i < end; ++i) {
-            __builtin_prefetch(chunk + token * token_bytes + 64 * line);
+            prefetch_kv_line(chunk + token * token_bytes + 64 * line, into_l2);
             if (++line == token_lines) line = 0, ++token;
         }
     }
@@ -121,7 +134,8 @@ class ChunkPrefetch {
   public:
     ChunkPrefetch() = default;
     ChunkPrefetch(const KvCacheLayer& cache, KeyChunk next, int64_t kv_head, int64_t kv_head_count,
-                  int64_t steps) {
+                  int64_t steps, bool into_l2)
+        : into_l2_(into_l2) {
         if (next.count <= 0) return;
         const auto [first, token_bytes, token_lines] = chunk_lines(cache, next, kv_head, kv_head_count);
         token_lines_ = token_lines;
@@ -133,8 +147,8 @@ class ChunkPrefetch {
     }
     void step() {
         for (int64_t i = 0; i < per_step_ && left_ > 0; ++i, --left_) {
-            __builtin_prefetch(k_);
-            __builtin_prefetch(v_);
+            prefetch_kv_line(k_, into_l2_);
+            prefetch_kv_line(v_, into_l2_);
             k_ += 64, v_ += 64;
             if (++line_ == token_lines_) line_ = 0, k_ += token_skip_, v_ += token_skip_;
         }
@@ -144,6 +158,7 @@ class ChunkPrefetch {
     const char* k_ = nullptr;
     const char* v_ = nullptr;
     int64_t line_ = 0, token_lines_ = 0, token_skip_ = 0, left_ = 0, per_step_ = 0;
+    bool into_l2_ = false;
 };
 }  // namespace
 

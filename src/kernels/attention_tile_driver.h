@@ -149,7 +149,7 @@ void attention_tile(const Ops& ops, const AttentionArgs& a, const AttentionTile&
         // The next chunk's rows of this one KV head (attention_tile.h says why; decode, 1k context,
         // d=128 BF16 cache, one thread: 1.65 → 1.2 ms per layer, wall clock).
         prefetch_next_chunk_part(cache, next_key_chunk(cache, blocks, key0, count, num_keys), w.kv_head, 1, 0,
-                                 1);
+                                 1, a.kv_prefetch_l2);
         // Scores of every row against every key of the chunk, each key loaded (and widened) once.
         int64_t key_offset = (slot * cache.num_kv_heads + w.kv_head) * head_dim;
         ops.score_rows(t, num_rows, cache.k, cache.dtype, key_offset, cache.num_kv_heads * head_dim, count,
