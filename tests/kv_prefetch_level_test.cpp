@@ -33,8 +33,7 @@ TEST(KvPrefetchLevel, ParsesOnlyItsTwoNames) {
 TEST(KvPrefetchLevel, ProcessLevelFollowsTheOverrideOrTheRule) {
     const char* forced = std::getenv("LMRUN_KV_PREFETCH");
     const auto parsed = forced ? parse_kv_prefetch_level(forced) : std::nullopt;
-    const KvPrefetchLevel expected =
-        parsed ? *parsed : kv_prefetch_level_for_l1d(cpu_features().l1d_bytes);
+    const KvPrefetchLevel expected = parsed ? *parsed : kv_prefetch_level_for_l1d(cpu_features().l1d_bytes);
     EXPECT_EQ(kv_prefetch_level(), expected) << "LMRUN_KV_PREFETCH=" << (forced ? forced : "");
 }
 
