@@ -9,13 +9,15 @@
 namespace lmrun::kernels {
 namespace {
 
+constexpr int64_t kKiB = 1024;
+
 // Zen 3 / Zen 4 (32 KiB L1D) prefetch into L2; Zen 5 and Sapphire Rapids (48 KiB) into L1; an
 // unknown size keeps L1, the form measured on most machines.
 TEST(KvPrefetchLevel, SmallL1dPrefetchesIntoL2) {
-    EXPECT_EQ(kv_prefetch_level_for_l1d(32 * 1024), KvPrefetchLevel::L2);
-    EXPECT_EQ(kv_prefetch_level_for_l1d(48 * 1024 - 1), KvPrefetchLevel::L2);
-    EXPECT_EQ(kv_prefetch_level_for_l1d(48 * 1024), KvPrefetchLevel::L1);
-    EXPECT_EQ(kv_prefetch_level_for_l1d(64 * 1024), KvPrefetchLevel::L1);
+    EXPECT_EQ(kv_prefetch_level_for_l1d(32 * kKiB), KvPrefetchLevel::L2);
+    EXPECT_EQ(kv_prefetch_level_for_l1d(48 * kKiB - 1), KvPrefetchLevel::L2);
+    EXPECT_EQ(kv_prefetch_level_for_l1d(48 * kKiB), KvPrefetchLevel::L1);
+    EXPECT_EQ(kv_prefetch_level_for_l1d(64 * kKiB), KvPrefetchLevel::L1);
     EXPECT_EQ(kv_prefetch_level_for_l1d(0), KvPrefetchLevel::L1);
     EXPECT_EQ(kv_prefetch_level_for_l1d(-1), KvPrefetchLevel::L1);
 }
@@ -39,8 +41,8 @@ TEST(KvPrefetchLevel, ProcessLevelFollowsTheOverrideOrTheRule) {
 
 // Every x86 CPU lmrun runs on reports its L1 data cache; a 0 here would silently pick L1 for all.
 TEST(KvPrefetchLevel, ThisCpuReportsItsL1d) {
-    EXPECT_GE(cpu_features().l1d_bytes, 16 * 1024);
-    EXPECT_LE(cpu_features().l1d_bytes, 1024 * 1024);
+    EXPECT_GE(cpu_features().l1d_bytes, 16 * kKiB);
+    EXPECT_LE(cpu_features().l1d_bytes, 1024 * kKiB);
 }
 
 }  // namespace

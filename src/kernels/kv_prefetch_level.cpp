@@ -8,7 +8,7 @@
 namespace lmrun::kernels {
 
 KvPrefetchLevel kv_prefetch_level_for_l1d(int64_t l1d_bytes) {
-    constexpr int64_t kLargeL1d = 48 * 1024;
+    constexpr int64_t kLargeL1d = int64_t{48} * 1024;
     return l1d_bytes > 0 && l1d_bytes < kLargeL1d ? KvPrefetchLevel::L2 : KvPrefetchLevel::L1;
 }
 
