@@ -3,10 +3,10 @@
 // A decode tile walks a key chunk one KV head at a time, and one head's rows lie a whole token row
 // apart, which the hardware prefetchers do not follow; so the tiles prefetch the next chunk in
 // software while they compute this one (attention_tile.h). Into L1 or into L2 depends on the core:
-//  - Zen 4 (32 KiB L1D; 2-core VM, kernel_bench from DRAM, alternating): into L1 the prefetch
-//    gained nothing over none at all (one thread: 7-8.6 GB/s of KV either way); into L2 it read
-//    1.5-2x faster, for the BF16 tile (batch 64 at 128 tokens of context 2.0-2.1 → 1.2-1.4 ms,
-//    batch 8 at 4096 tokens 7.3-7.7 → 3.9-4.5 ms), the int8 VNNI tile and the AVX2 tile alike.
+//  - Zen 4 (32 KiB L1D; 2-core VM, kernel_bench from DRAM, 3 alternating rounds): into L1 the
+//    prefetch gained nothing over none at all (one thread: 7-8.6 GB/s of KV either way); into L2
+//    it read 1.5-2x faster, for the BF16 tile (batch 64 at 128 tokens of context 1.9-2.6 → 1.2-1.7
+//    ms, batch 8 at 4096 tokens 7.1-9.5 → 4.2-7.9 ms), the int8 VNNI tile and the AVX2 tile alike.
 //    A chunk's K and V for all heads (64 KiB at Qwen3-0.6B's shape) and the next one's do not
 //    fit a 32 KiB L1: lines prefetched there are evicted before the tile reaches them.
 //  - Zen 5 and Sapphire Rapids (48 KiB L1D): into L1 measured better than into L2 (README).
