@@ -92,6 +92,24 @@ TEST(Cli, BadInputGetsAClearErrorAndExitCode) {
     EXPECT_NE(out_of_vocab.output.find("9999"), std::string::npos) << out_of_vocab.output;
 }
 
+// The decode attention's prefetch level is fixed once per process, so an invalid override is
+// seen only by a fresh process: a one-line warning naming the value, and the CPU's own level
+// serves the request (same greedy output as without the variable).
+TEST(Cli, InvalidKvPrefetchOverrideIsWarnedAndIgnored) {
+    const std::string generate = std::string(LMRUN_BINARY_DIR) + "/lmrun generate --model " + stories_dir() +
+                                 " --prompt-ids 1 --max-tokens 20 --temperature 0 --no-progress --threads 1";
+    CommandResult plain = run_shell_command(generate);
+    CommandResult bogus = run_shell_command("LMRUN_KV_PREFETCH=l3 " + generate);
+    ASSERT_EQ(plain.exit_code, 0) << plain.output;
+    ASSERT_EQ(bogus.exit_code, 0) << bogus.output;
+    EXPECT_NE(bogus.output.find("LMRUN_KV_PREFETCH=l3 ignored"), std::string::npos) << bogus.output;
+    EXPECT_EQ(plain.output.find("LMRUN_KV_PREFETCH"), std::string::npos) << plain.output;
+    const size_t story = plain.output.find("Once upon a time");
+    ASSERT_NE(story, std::string::npos) << plain.output;
+    const std::string text = plain.output.substr(story, plain.output.find('\n', story) - story);
+    EXPECT_NE(bogus.output.find(text), std::string::npos) << bogus.output;
+}
+
 // Output without the log lines (they name timings and paths).
 std::string without_log_lines(const std::string& output) {
     std::string kept, line;
