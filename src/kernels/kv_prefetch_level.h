@@ -10,8 +10,9 @@
 //    A chunk's K and V for all heads (64 KiB at Qwen3-0.6B's shape) and the next one's do not
 //    fit a 32 KiB L1: lines prefetched there are evicted before the tile reaches them.
 //  - Zen 5 and Sapphire Rapids (48 KiB L1D): into L1 measured better than into L2 (README).
-//    Rechecked on Zen 5 with lmrun bench (3 alternating rounds, medians L1 vs L2): BF16 batch 8 at
-//    4096 tokens 83 vs 74 tok/s, batch 32 546 vs 553; int8 weights + KV 122 vs 113 and 884 vs 850.
+//    Rechecked on Zen 5 with lmrun bench (3 alternating rounds, medians L1 vs L2): L2 gained
+//    nothing consistent. BF16 batch 8 at 4096 tokens 83 vs 74 tok/s (rounds spread 58-87),
+//    batch 32 546 vs 553; int8 weights + KV 122 vs 113 and 884 vs 850.
 // So cores whose L1D is smaller than 48 KiB prefetch into L2, the others into L1.
 // LMRUN_KV_PREFETCH=l1|l2 overrides the choice (to measure both on one machine).
 #pragma once
