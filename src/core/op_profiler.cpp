@@ -12,10 +12,8 @@ std::string_view op_name(Op op) {
             return "rms_norm (+residual)";
         case Op::QkvProj:
             return "qkv_proj";
-        case Op::QkNormRope:
-            return "q/k norm + rope";
-        case Op::KvStore:
-            return "kv cache store";
+        case Op::QkNormRopeStore:
+            return "q/k norm + rope + kv store";
         case Op::Attention:
             return "paged attention";
         case Op::OProj:

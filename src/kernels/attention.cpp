@@ -49,32 +49,31 @@ const std::vector<int64_t>& plan_tiles(const AttentionArgs& a, int64_t num_seqs,
 
 }  // namespace
 
-void store_kvcache(const float* k, const float* v, int64_t token_stride, int64_t num_tokens,
-                   const int32_t* slot_mapping, const KvCacheLayer& cache) {
+void store_kvcache_token(const float* k, const float* v, int64_t slot, const KvCacheLayer& cache) {
+    if (slot < 0) return;
+    LMRUN_CHECK(slot < cache.num_blocks * cache.block_size, "slot %ld out of range", long(slot));
     const int64_t row = cache.num_kv_heads * cache.head_dim;
-    const bool scaled = kv_dtype_is_scaled(cache.dtype);
-    parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-            int64_t slot = slot_mapping[i];
-            if (slot < 0) continue;
-            LMRUN_CHECK(slot < cache.num_blocks * cache.block_size, "slot %ld out of range", long(slot));
-            for (auto [src, dst, scales] :
-                 {std::tuple{k, cache.k, cache.k_scale}, std::tuple{v, cache.v, cache.v_scale}}) {
-                const float* from = src + i * token_stride;
-                if (cache.dtype == DType::F32) {
-                    std::copy(from, from + row, static_cast<float*>(dst) + slot * row);
-                } else if (!scaled) {
-                    convert_from_f32(from, static_cast<uint16_t*>(dst) + slot * row, DType::BF16,
-                                     size_t(row));
-                } else {
-                    for (int64_t h = 0; h < cache.num_kv_heads; ++h) {
-                        quantize_kv_row(from + h * cache.head_dim, cache.head_dim, cache.dtype,
-                                        static_cast<uint8_t*>(dst) + slot * row + h * cache.head_dim,
-                                        scales + slot * cache.num_kv_heads + h);
-                    }
-                }
+    for (auto [from, dst, scales] :
+         {std::tuple{k, cache.k, cache.k_scale}, std::tuple{v, cache.v, cache.v_scale}}) {
+        if (cache.dtype == DType::F32) {
+            std::copy(from, from + row, static_cast<float*>(dst) + slot * row);
+        } else if (!kv_dtype_is_scaled(cache.dtype)) {
+            convert_from_f32(from, static_cast<uint16_t*>(dst) + slot * row, DType::BF16, size_t(row));
+        } else {
+            for (int64_t h = 0; h < cache.num_kv_heads; ++h) {
+                quantize_kv_row(from + h * cache.head_dim, cache.head_dim, cache.dtype,
+                                static_cast<uint8_t*>(dst) + slot * row + h * cache.head_dim,
+                                scales + slot * cache.num_kv_heads + h);
             }
         }
+    }
+}
+
+void store_kvcache(const float* k, const float* v, int64_t token_stride, int64_t num_tokens,
+                   const int32_t* slot_mapping, const KvCacheLayer& cache) {
+    parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i)
+            store_kvcache_token(k + i * token_stride, v + i * token_stride, slot_mapping[i], cache);
     });
 }
 

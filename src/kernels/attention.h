@@ -40,6 +40,8 @@ inline float kv_byte_value(DType dtype, uint8_t byte) {
 // caches quantize each (token, KV head) row with its own scale.
 void store_kvcache(const float* k, const float* v, int64_t token_stride, int64_t num_tokens,
                    const int32_t* slot_mapping, const KvCacheLayer& cache);
+// One token's K/V rows into `slot` (< 0: skip), on the calling thread.
+void store_kvcache_token(const float* k, const float* v, int64_t slot, const KvCacheLayer& cache);
 
 // Causal attention for a batch of sequences whose new tokens' K/V are already stored.
 // Sequence s has q_len = cu_seqlens_q[s+1] - cu_seqlens_q[s] queries (1 for decode, a chunk for

@@ -65,15 +65,17 @@ void add_rms_norm(float* x, float* residual, const float* weight, float eps, int
     dispatch(x, residual, weight, eps, num_rows, dim, x, true);
 }
 
+void rms_norm_token_heads(float* heads, int64_t num_heads, int64_t head_dim, const float* weight, float eps) {
+    auto rows_fn = kernel_isa() >= Isa::Avx512 ? rms_norm_rows_avx512 : rms_norm_rows_avx2;
+    // A token's heads are contiguous: one row kernel call.
+    rows_fn(heads, nullptr, weight, eps, num_heads, head_dim, heads, false);
+}
+
 void rms_norm_heads(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim, int64_t token_stride,
                     const float* weight, float eps) {
-    auto rows_fn = kernel_isa() >= Isa::Avx512 ? rms_norm_rows_avx512 : rms_norm_rows_avx2;
-    // A token's heads are contiguous: one row kernel call per token.
     auto normalize_tokens = [&](int64_t begin, int64_t end) {
-        for (int64_t t = begin; t < end; ++t) {
-            float* heads = x + t * token_stride;
-            rows_fn(heads, nullptr, weight, eps, num_heads, head_dim, heads, false);
-        }
+        for (int64_t t = begin; t < end; ++t)
+            rms_norm_token_heads(x + t * token_stride, num_heads, head_dim, weight, eps);
     };
     if (num_tokens * num_heads * head_dim < kParallelElements) return normalize_tokens(0, num_tokens);
     parallel_for(num_tokens, normalize_tokens);

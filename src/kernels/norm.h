@@ -15,6 +15,8 @@ void add_rms_norm(float* x, float* residual, const float* weight, float eps, int
 // packed qkv buffer); weight: [head_dim], shared by all heads.
 void rms_norm_heads(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim, int64_t token_stride,
                     const float* weight, float eps);
+// The same for one token's num_heads contiguous heads, on the calling thread.
+void rms_norm_token_heads(float* heads, int64_t num_heads, int64_t head_dim, const float* weight, float eps);
 
 // Scalar twins (sums in double).
 void rms_norm_reference(const float* x, const float* weight, float eps, int64_t num_rows, int64_t dim,

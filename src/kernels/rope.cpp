@@ -28,23 +28,26 @@ void build_rope_cache(double theta, int64_t head_dim, int64_t max_position, floa
 
 // Element-wise over half a head, so the compiler vectorises it (AVX2 here); the op is
 // memory-light next to the matmuls around it and needs no hand-written ISA variants.
+void apply_rope_token(float* x, int64_t num_heads, int64_t head_dim, int32_t position, const float* cos_sin) {
+    const int64_t half = head_dim / 2;
+    const float* cos = cos_sin + int64_t(position) * head_dim;
+    const float* sin = cos + half;
+    for (int64_t h = 0; h < num_heads; ++h) {
+        float* first = x + h * head_dim;
+        float* second = first + half;
+        for (int64_t i = 0; i < half; ++i) {
+            float a = first[i], b = second[i];
+            first[i] = a * cos[i] - b * sin[i];
+            second[i] = b * cos[i] + a * sin[i];
+        }
+    }
+}
+
 void apply_rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim, int64_t token_stride,
                 const int32_t* positions, const float* cos_sin) {
-    const int64_t half = head_dim / 2;
     auto rotate_tokens = [&](int64_t begin, int64_t end) {
-        for (int64_t t = begin; t < end; ++t) {
-            const float* cos = cos_sin + int64_t(positions[t]) * head_dim;
-            const float* sin = cos + half;
-            for (int64_t h = 0; h < num_heads; ++h) {
-                float* first = x + t * token_stride + h * head_dim;
-                float* second = first + half;
-                for (int64_t i = 0; i < half; ++i) {
-                    float a = first[i], b = second[i];
-                    first[i] = a * cos[i] - b * sin[i];
-                    second[i] = b * cos[i] + a * sin[i];
-                }
-            }
-        }
+        for (int64_t t = begin; t < end; ++t)
+            apply_rope_token(x + t * token_stride, num_heads, head_dim, positions[t], cos_sin);
     };
     if (num_tokens * num_heads * head_dim < (1 << 15)) return rotate_tokens(0, num_tokens);
     parallel_for(num_tokens, rotate_tokens);

@@ -16,5 +16,7 @@ void build_rope_cache(double theta, int64_t head_dim, int64_t max_position, floa
 // [0, max_position) of the cache.
 void apply_rope(float* x, int64_t num_tokens, int64_t num_heads, int64_t head_dim, int64_t token_stride,
                 const int32_t* positions, const float* cos_sin);
+// The same for one token's num_heads contiguous heads at `position`, on the calling thread.
+void apply_rope_token(float* x, int64_t num_heads, int64_t head_dim, int32_t position, const float* cos_sin);
 
 }  // namespace lmrun::kernels

@@ -4,8 +4,8 @@
 
 #include "core/check.h"
 #include "core/op_profiler.h"
+#include "kernels/attention_inputs.h"
 #include "kernels/norm.h"
-#include "kernels/rope.h"
 
 namespace lmrun {
 
@@ -25,18 +25,6 @@ void Attention::finalize() {
     o_proj.finalize();
 }
 
-// Qwen3's q_norm / k_norm: RMSNorm over head_dim of every head, before RoPE.
-void Attention::normalize_heads(float* qkv, int64_t num_tokens) const {
-    const int64_t head_dim = qkv_proj.head_dim();
-    const int64_t stride = qkv_proj.out_features();
-    float* k = qkv + qkv_proj.num_heads() * head_dim;
-    LMRUN_CHECK(q_norm && k_norm, "normalize_heads without q_norm / k_norm");
-    kernels::rms_norm_heads(qkv, num_tokens, qkv_proj.num_heads(), head_dim, stride, q_norm->weight(),
-                            q_norm->eps());
-    kernels::rms_norm_heads(k, num_tokens, qkv_proj.num_kv_heads(), head_dim, stride, k_norm->weight(),
-                            k_norm->eps());
-}
-
 void Attention::forward(const ForwardContext& context, const float* hidden,
                         const kernels::KvCacheLayer& cache, const float* rope_cos_sin,
                         ActivationBuffers& buffers, float* out) const {
@@ -47,23 +35,18 @@ void Attention::forward(const ForwardContext& context, const float* hidden,
     const int64_t num_kv_heads = qkv_proj.num_kv_heads();
     const int64_t stride = qkv_proj.out_features();
     float* qkv = buffers.qkv();
-    float* q = qkv;
-    float* k = qkv + num_heads * head_dim;
-    float* v = k + num_kv_heads * head_dim;
+    const float* q = qkv;
 
     {
         ScopedOp scope(Op::QkvProj);
         qkv_proj.forward(hidden, rows, qkv, context.linear_path);
     }
     {
-        ScopedOp scope(Op::QkNormRope);
-        if (q_norm) normalize_heads(qkv, tokens);
-        kernels::apply_rope(q, tokens, num_heads, head_dim, stride, context.positions, rope_cos_sin);
-        kernels::apply_rope(k, tokens, num_kv_heads, head_dim, stride, context.positions, rope_cos_sin);
-    }
-    {
-        ScopedOp scope(Op::KvStore);
-        kernels::store_kvcache(k, v, stride, tokens, context.slot_mapping, cache);
+        ScopedOp scope(Op::QkNormRopeStore);
+        kernels::prepare_attention_inputs({qkv, stride, num_heads, num_kv_heads, head_dim}, tokens,
+                                          q_norm ? q_norm->weight() : nullptr,
+                                          k_norm ? k_norm->weight() : nullptr, q_norm ? q_norm->eps() : 0.0f,
+                                          context.positions, rope_cos_sin, context.slot_mapping, cache);
     }
     float* attn_out = buffers.attn_out();
     {

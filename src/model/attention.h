@@ -29,7 +29,6 @@ class Attention {
     std::optional<RMSNorm> k_norm;
 
   private:
-    void normalize_heads(float* qkv, int64_t num_tokens) const;
     float scale_;
 };
 
