@@ -34,4 +34,30 @@ void parallel_for(int64_t count, Fn&& fn) {
     }
 }
 
+// Two phases in one parallel region: prepare(begin, end) over [0, prepare_count), then, once
+// every thread's part of it is done, fn(begin, end) over [0, count), each split as parallel_for
+// splits. For a kernel whose input every thread reads whole (a GEMM's x, converted once per call)
+// but which can convert it in parts: the conversion no longer runs on one thread while the
+// others wait at the region's start.
+template <typename Prepare, typename Fn>
+void parallel_for_after(int64_t prepare_count, Prepare&& prepare, int64_t count, Fn&& fn) {
+    if (omp_get_max_threads() == 1) {
+        if (prepare_count > 0) prepare(int64_t(0), prepare_count);
+        if (count > 0) fn(int64_t(0), count);
+        return;
+    }
+#pragma omp parallel
+    {
+        const int64_t threads = omp_get_num_threads();
+        const int64_t thread = omp_get_thread_num();
+        int64_t begin = prepare_count * thread / threads;
+        int64_t end = prepare_count * (thread + 1) / threads;
+        if (begin < end) prepare(begin, end);
+#pragma omp barrier
+        begin = count * thread / threads;
+        end = count * (thread + 1) / threads;
+        if (begin < end) fn(begin, end);
+    }
+}
+
 }  // namespace lmrun
