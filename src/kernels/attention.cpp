@@ -3,7 +3,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <tuple>
 #include <vector>
@@ -220,19 +219,10 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
         return tile;
     };
 
-    // Reverse order: the last tiles of a sequence see the most keys; start them first.
-    auto item_of = [&](int64_t i) { return num_items - 1 - i / splits; };
-    // `following`: the split this thread runs after split i (-1: none or not known), whose first
-    // key chunk a decode tile prefetches during its own last one.
-    auto run_split = [&](int64_t i, float* scratch, int64_t following) {
-        int64_t item = item_of(i);
+    auto run_split = [&](int64_t i, float* scratch) {
+        // Reverse order: the last tiles of a sequence see the most keys; start them first.
+        int64_t item = num_items - 1 - i / splits;
         AttentionTile tile = tile_of(item);
-        if (following >= 0 && splits == 1 && a.context_lens[tile_of(item_of(following)).seq] > 0) {
-            const AttentionTile next = tile_of(item_of(following));
-            const int32_t* blocks = a.block_tables + next.seq * a.max_blocks_per_seq;
-            tile.following_chunk = key_chunk(cache, blocks, 0, a.context_lens[next.seq]);
-            tile.following_kv_head = next.kv_head;
-        }
         if (splits > 1) {
             int64_t split = i % splits;
             int64_t q_len = a.cu_seqlens_q[tile.seq + 1] - a.cu_seqlens_q[tile.seq];
@@ -260,32 +250,9 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
     if (omp_get_max_threads() == 1) {
         float* scratch = thread_scratch(scratch_floats);
         if (amx) configure_amx_tiles();
-        for (int64_t i = 0; i < num_items * splits; ++i)
-            run_split(i, scratch, i + 1 < num_items * splits ? i + 1 : -1);
+        for (int64_t i = 0; i < num_items * splits; ++i) run_split(i, scratch);
         if (amx) release_amx_tiles();
         for (int64_t item = 0; splits > 1 && item < num_items; ++item) merge_item(item);
-        return;
-    }
-    // A decode-only batch without split-K: each thread claims its next item one ahead, so that it
-    // knows which KV to prefetch as it reads its current item's last chunk (at 128 tokens of
-    // context that is one chunk in eight, which otherwise waited on DRAM). Still dynamic: items
-    // are claimed as threads free up, one item ahead. Zen 5, `lmrun bench`, 3 alternating rounds,
-    // paged attention per step at batch 32 / 64: BF16 cache 10.7-11.2 / 21.3-21.6 → 10.1-10.3 /
-    // 20.2-20.5 ms, int8 cache 8.0-8.2 / 16.3-16.4 → 7.1 / 14.2-14.4 ms; kernel_bench, AVX2 tile at
-    // 32-64 sequences of 128 tokens: 4-11% less time.
-    if (all_decode && splits == 1) {
-        std::atomic<int64_t> next_claim{0};
-        const int64_t total = num_items;
-#pragma omp parallel
-        {
-            float* scratch = thread_scratch(scratch_floats);
-            int64_t i = next_claim.fetch_add(1, std::memory_order_relaxed);
-            while (i < total) {
-                const int64_t following = next_claim.fetch_add(1, std::memory_order_relaxed);
-                run_split(i, scratch, following < total ? following : -1);
-                i = following;
-            }
-        }
         return;
     }
     // Dynamic schedule: tiles differ in cost (context length, causal position), and a long
@@ -295,7 +262,7 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
         float* scratch = thread_scratch(scratch_floats);
         if (amx) configure_amx_tiles();
 #pragma omp for schedule(dynamic, 1)
-        for (int64_t i = 0; i < num_items * splits; ++i) run_split(i, scratch, -1);
+        for (int64_t i = 0; i < num_items * splits; ++i) run_split(i, scratch);
         if (amx) release_amx_tiles();
         if (splits > 1) {
 #pragma omp for schedule(dynamic, 1)

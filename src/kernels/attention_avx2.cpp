@@ -204,18 +204,17 @@ struct Avx2Tile {
     }
 
     // Widens `count` tokens' rows of KV head `kv_head` to F32 as out[j][D] (I8 / F8E4M3 times
-    // their row scales); rows count..15 are zeroed. KV head next_kv_head's rows of the next chunk
-    // (from next_slot, unless it is -1) are prefetched meanwhile (into L2 or L1: into_l2): one
-    // head's rows are a whole token row apart, which the hardware prefetcher does not follow.
+    // their row scales); rows count..15 are zeroed. The same head's rows of the next chunk (from
+    // next_slot, unless it is -1) are prefetched meanwhile (into L2 or L1: into_l2): one head's
+    // rows are a whole token row apart, which the hardware prefetcher does not follow.
     static void widen_chunk(const KvCacheLayer& cache, const void* base, const float* scales, int64_t slot,
-                            int64_t kv_head, int64_t count, int64_t next_slot, int64_t next_kv_head,
-                            bool into_l2, float* out) {
+                            int64_t kv_head, int64_t count, int64_t next_slot, bool into_l2, float* out) {
         const Avx2Ops ops{D};
         const int64_t row_bytes = D * int64_t(dtype_size_bytes(cache.dtype));
         for (int64_t j = 0; j < count; ++j) {
             if (next_slot >= 0) {
                 const char* next = static_cast<const char*>(base) +
-                                   ((next_slot + j) * cache.num_kv_heads + next_kv_head) * row_bytes;
+                                   ((next_slot + j) * cache.num_kv_heads + kv_head) * row_bytes;
                 for (int64_t line = 0; line < row_bytes; line += 64) prefetch_kv_line(next + line, into_l2);
             }
             const int64_t cache_row = (slot + j) * cache.num_kv_heads + kv_head;
@@ -258,13 +257,14 @@ struct Avx2Tile {
         const int32_t* blocks = a.block_tables + w.seq * a.max_blocks_per_seq;
         for (int64_t key0 = w.key_begin; key0 < num_keys;) {
             const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
-            const auto [next, next_kv_head] = chunk_to_prefetch(cache, blocks, key0, count, num_keys, w);
-            const int64_t next_slot = next.count > 0 ? next.slot : -1;
+            const int64_t next_key = key0 + count;
+            const int64_t next_slot =
+                next_key < num_keys ? key_chunk(cache, blocks, next_key, num_keys).slot : -1;
             for (int64_t h = 0; h < heads; ++h) {
                 widen_chunk(cache, cache.k, cache.k_scale, slot, w.kv_head + h, count, next_slot,
-                            next_kv_head + h, a.kv_prefetch_l2, k_chunk);
+                            a.kv_prefetch_l2, k_chunk);
                 widen_chunk(cache, cache.v, cache.v_scale, slot, w.kv_head + h, count, next_slot,
-                            next_kv_head + h, a.kv_prefetch_l2, v_chunk);
+                            a.kv_prefetch_l2, v_chunk);
                 for (int64_t t = 0; t < w.num_tokens; ++t) {
                     // Causal mask: the visible keys of this chunk are a prefix of it.
                     const int64_t visible = min_i64(count, first_pos + t - key0 + 1);

@@ -177,9 +177,9 @@ struct DecodeTile {
         const int32_t* blocks = a.block_tables + w.seq * a.max_blocks_per_seq;
         for (int64_t key0 = w.key_begin; key0 < num_keys;) {
             const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
-            const auto [next, next_kv_head] = chunk_to_prefetch(cache, blocks, key0, count, num_keys, w);
+            const KeyChunk next = next_key_chunk(cache, blocks, key0, count, num_keys);
             for (int64_t h = 0; h < heads; ++h) {
-                prefetch_next_chunk_part(cache, next, next_kv_head, heads, h, heads, a.kv_prefetch_l2);
+                prefetch_next_chunk_part(cache, next, w.kv_head, heads, h, heads, a.kv_prefetch_l2);
                 widen_chunk(cache, cache.k, slot, w.kv_head + h, 1, count, k_chunk);
                 widen_chunk(cache, cache.v, slot, w.kv_head + h, 1, count, v_chunk);
                 for (int64_t r = h * group; r < (h + 1) * group; ++r) {
@@ -291,10 +291,10 @@ struct Bf16Tile {
         const auto* v_cache = static_cast<const uint16_t*>(cache.v);
         for (int64_t key0 = w.key_begin; key0 < num_keys;) {
             const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
-            const auto [next, next_kv_head] = chunk_to_prefetch(cache, blocks, key0, count, num_keys, w);
+            const KeyChunk next = next_key_chunk(cache, blocks, key0, count, num_keys);
             // Heads in address order: a token's KV heads are adjacent in the cache.
             for (int64_t h = 0; h < w.kv_head_count; ++h) {
-                prefetch_next_chunk_part(cache, next, next_kv_head, w.kv_head_count, h, w.kv_head_count,
+                prefetch_next_chunk_part(cache, next, w.kv_head, w.kv_head_count, h, w.kv_head_count,
                                          a.kv_prefetch_l2);
                 const int64_t first = (slot * cache.num_kv_heads + w.kv_head + h) * D;
                 for (int64_t r = h * group; r < (h + 1) * group;) {
@@ -406,9 +406,9 @@ struct ScaledTile {
         alignas(64) float k_scales[16], v_scales[16];
         for (int64_t key0 = w.key_begin; key0 < num_keys;) {
             const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
-            const auto [next, next_kv_head] = chunk_to_prefetch(cache, blocks, key0, count, num_keys, w);
+            const KeyChunk next = next_key_chunk(cache, blocks, key0, count, num_keys);
             for (int64_t h = 0; h < w.kv_head_count; ++h) {
-                prefetch_next_chunk_part(cache, next, next_kv_head, w.kv_head_count, h, w.kv_head_count,
+                prefetch_next_chunk_part(cache, next, w.kv_head, w.kv_head_count, h, w.kv_head_count,
                                          a.kv_prefetch_l2);
                 const int64_t head = w.kv_head + h;
                 for (int64_t j = 0; j < count; ++j) {

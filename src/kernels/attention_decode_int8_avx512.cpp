@@ -184,9 +184,9 @@ struct Int8VnniTile {
             const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
             // The next chunk's prefetch, a few lines per key step of every attend_rows call over
             // this chunk: (group + 1) / 2 calls per KV head, kKeyChunk steps each.
-            const auto [next, next_kv_head] = chunk_to_prefetch(cache, blocks, key0, count, num_keys, w);
-            ChunkPrefetch prefetch(cache, next, next_kv_head, w.kv_head_count,
-                                   w.kv_head_count * ((group + 1) / 2) * kKeyChunk, a.kv_prefetch_l2);
+            ChunkPrefetch prefetch(cache, next_key_chunk(cache, blocks, key0, count, num_keys), w.kv_head,
+                                   w.kv_head_count, w.kv_head_count * ((group + 1) / 2) * kKeyChunk,
+                                   a.kv_prefetch_l2);
             // Heads in address order: a token's KV heads are adjacent in the cache.
             for (int64_t h = 0; h < w.kv_head_count; ++h) {
                 const int64_t head = w.kv_head + h;

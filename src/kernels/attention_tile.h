@@ -43,13 +43,6 @@ struct AttentionArgs {
 
 inline constexpr int64_t kMinKeysPerSplit = 256;  // smallest key range worth its own work item
 
-// The keys a tile reads together from key0 on: at most kKeyChunk, inside one cache block, before
-// num_keys; `slot` is the first one's cache slot (blocks: the sequence's block table).
-struct KeyChunk {
-    int64_t slot;
-    int64_t count;
-};
-
 // Keys [key_begin, key_end) of the tile's causal range (clipped to it). With `partial` set the
 // tile stores its unnormalised state instead of the output: o [kTileRows, head_dim], then
 // m [kTileRows], then l [kTileRows] (attention_partial_floats), merged later over the splits.
@@ -61,12 +54,14 @@ struct AttentionTile {
     // KV heads [kv_head, kv_head + kv_head_count): more than one only for decode tiles (AVX-512,
     // and AVX2 for the usual head sizes), which then read all heads' rows of each chunk.
     int64_t kv_head_count = 1;
-    // Decode: the first key chunk of the item this thread runs next ({0, 0}: none, or not known)
-    // and its first KV head, prefetched while this tile reads its own last chunk (attention.cpp).
-    KeyChunk following_chunk{0, 0};
-    int64_t following_kv_head = 0;
 };
 
+// The keys a tile reads together from key0 on: at most kKeyChunk, inside one cache block, before
+// num_keys; `slot` is the first one's cache slot (blocks: the sequence's block table).
+struct KeyChunk {
+    int64_t slot;
+    int64_t count;
+};
 namespace {  // ISA-specific units include this (why: isa_local_math.h)
 inline KeyChunk key_chunk(const KvCacheLayer& cache, const int32_t* blocks, int64_t key0, int64_t num_keys) {
     const int64_t offset = key0 % cache.block_size;
@@ -79,20 +74,6 @@ inline KeyChunk key_chunk(const KvCacheLayer& cache, const int32_t* blocks, int6
 inline KeyChunk next_key_chunk(const KvCacheLayer& cache, const int32_t* blocks, int64_t key0, int64_t count,
                                int64_t num_keys) {
     return key0 + count < num_keys ? key_chunk(cache, blocks, key0 + count, num_keys) : KeyChunk{0, 0};
-}
-
-// What a decode tile prefetches while it reads the chunk at key0 (`count` keys): its own next
-// chunk, or, at its last, the first chunk of the item its thread runs next (KV heads
-// [kv_head, kv_head + the tile's kv_head_count)).
-struct ChunkToPrefetch {
-    KeyChunk chunk;
-    int64_t kv_head;
-};
-inline ChunkToPrefetch chunk_to_prefetch(const KvCacheLayer& cache, const int32_t* blocks, int64_t key0,
-                                         int64_t count, int64_t num_keys, const AttentionTile& w) {
-    const KeyChunk next = next_key_chunk(cache, blocks, key0, count, num_keys);
-    if (next.count > 0) return {next, w.kv_head};
-    return {w.following_chunk, w.following_kv_head};
 }
 
 // One line of KV a tile reads soon, into L2 or L1 (kv_prefetch_level.h).
