@@ -37,7 +37,8 @@ void check_phases(int64_t prepare_count, int64_t count) {
 }
 
 TEST(ParallelForAfter, SecondPhaseSeesAllOfTheFirst) {
-    for (auto [prepare_count, count] : {std::pair<int64_t, int64_t>{64, 16}, {1, 96}, {0, 5}, {7, 0}, {3, 1}}) {
+    for (auto [prepare_count, count] :
+         {std::pair<int64_t, int64_t>{64, 16}, {1, 96}, {0, 5}, {7, 0}, {3, 1}}) {
         check_phases(prepare_count, count);
     }
     const int threads = omp_get_max_threads();
