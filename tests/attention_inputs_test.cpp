@@ -70,7 +70,7 @@ TEST(PrepareAttentionInputs, MatchesNormRopeAndStoreRunSeparately) {
                     if (with_norm) {
                         rms_norm_heads(want.data(), num_tokens, num_heads, head_dim, stride, q_norm.data(),
                                        1e-6f);
-                        rms_norm_heads(k, num_tokens, num_kv_heads, head_dim, stride, k_norm.data(), 1e-6f);
+                        rms_norm_heads(k, num_tokens, num_kv_heads, head_dim, stride, k_norm.data(), 1e-3f);
                     }
                     apply_rope(want.data(), num_tokens, num_heads, head_dim, stride, positions.data(),
                                cos_sin.data());
@@ -80,9 +80,10 @@ TEST(PrepareAttentionInputs, MatchesNormRopeAndStoreRunSeparately) {
                                   want_cache.layer);
 
                     prepare_attention_inputs({got.data(), stride, num_heads, num_kv_heads, head_dim},
-                                             num_tokens, with_norm ? q_norm.data() : nullptr,
-                                             with_norm ? k_norm.data() : nullptr, 1e-6f, positions.data(),
-                                             cos_sin.data(), slots.data(), got_cache.layer);
+                                             num_tokens,
+                                             with_norm ? HeadNorm{q_norm.data(), 1e-6f} : HeadNorm{},
+                                             with_norm ? HeadNorm{k_norm.data(), 1e-3f} : HeadNorm{},
+                                             positions.data(), cos_sin.data(), slots.data(), got_cache.layer);
 
                     const std::string where = "head_dim " + std::to_string(head_dim) + ", " +
                                               std::to_string(num_tokens) + " tokens, " +

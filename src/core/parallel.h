@@ -17,6 +17,17 @@ int num_threads();
 // to one core); asks the runtime to bind, as configure_threads does.
 int available_cpus();
 
+// Inside a parallel region: fn(begin, end) on the calling thread's contiguous share of [0, count)
+// (nothing when the share is empty).
+template <typename Fn>
+void run_thread_share(int64_t count, Fn&& fn) {
+    const int64_t threads = omp_get_num_threads();
+    const int64_t thread = omp_get_thread_num();
+    const int64_t begin = count * thread / threads;
+    const int64_t end = count * (thread + 1) / threads;
+    if (begin < end) fn(begin, end);
+}
+
 // Splits [0, count) into contiguous chunks, one per thread; fn(begin, end). With one thread
 // (e.g. a tensor-parallel rank per core) it calls fn directly: libgomp allocates a new team
 // for every one-thread parallel region, which a decode step must not do.
@@ -25,13 +36,7 @@ void parallel_for(int64_t count, Fn&& fn) {
     if (count <= 0) return;
     if (omp_get_max_threads() == 1) return fn(int64_t(0), count);
 #pragma omp parallel
-    {
-        int64_t threads = omp_get_num_threads();
-        int64_t thread = omp_get_thread_num();
-        int64_t begin = count * thread / threads;
-        int64_t end = count * (thread + 1) / threads;
-        if (begin < end) fn(begin, end);
-    }
+    run_thread_share(count, fn);
 }
 
 // Two phases in one parallel region: prepare(begin, end) over [0, prepare_count), then, once
@@ -48,15 +53,9 @@ void parallel_for_after(int64_t prepare_count, Prepare&& prepare, int64_t count,
     }
 #pragma omp parallel
     {
-        const int64_t threads = omp_get_num_threads();
-        const int64_t thread = omp_get_thread_num();
-        int64_t begin = prepare_count * thread / threads;
-        int64_t end = prepare_count * (thread + 1) / threads;
-        if (begin < end) prepare(begin, end);
+        run_thread_share(prepare_count, prepare);
 #pragma omp barrier
-        begin = count * thread / threads;
-        end = count * (thread + 1) / threads;
-        if (begin < end) fn(begin, end);
+        run_thread_share(count, fn);
     }
 }
 

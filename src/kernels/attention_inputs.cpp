@@ -6,18 +6,18 @@
 
 namespace lmrun::kernels {
 
-void prepare_attention_inputs(const QkvRows& rows, int64_t num_tokens, const float* q_norm,
-                              const float* k_norm, float eps, const int32_t* positions,
-                              const float* rope_cos_sin, const int32_t* slot_mapping,
-                              const KvCacheLayer& cache) {
+void prepare_attention_inputs(const QkvRows& rows, int64_t num_tokens, HeadNorm q_norm, HeadNorm k_norm,
+                              const int32_t* positions, const float* rope_cos_sin,
+                              const int32_t* slot_mapping, const KvCacheLayer& cache) {
     const int64_t head_dim = rows.head_dim;
     auto prepare_tokens = [&](int64_t begin, int64_t end) {
         for (int64_t t = begin; t < end; ++t) {
             float* q = rows.qkv + t * rows.token_stride;
             float* k = q + rows.num_heads * head_dim;
             const float* v = k + rows.num_kv_heads * head_dim;
-            if (q_norm) rms_norm_token_heads(q, rows.num_heads, head_dim, q_norm, eps);
-            if (k_norm) rms_norm_token_heads(k, rows.num_kv_heads, head_dim, k_norm, eps);
+            if (q_norm.weight) rms_norm_token_heads(q, rows.num_heads, head_dim, q_norm.weight, q_norm.eps);
+            if (k_norm.weight)
+                rms_norm_token_heads(k, rows.num_kv_heads, head_dim, k_norm.weight, k_norm.eps);
             apply_rope_token(q, rows.num_heads, head_dim, positions[t], rope_cos_sin);
             apply_rope_token(k, rows.num_kv_heads, head_dim, positions[t], rope_cos_sin);
             store_kvcache_token(k, v, slot_mapping[t], cache);

@@ -20,11 +20,16 @@ struct QkvRows {
     int64_t token_stride, num_heads, num_kv_heads, head_dim;
 };
 
-// q_norm / k_norm: [head_dim] weights, both null when the model has no per-head norm.
+// A per-head RMSNorm: [head_dim] weight (null: none) and its eps.
+struct HeadNorm {
+    const float* weight = nullptr;
+    float eps = 0.0f;
+};
+
+// q_norm / k_norm: without weights when the model has no per-head norm.
 // positions, slot_mapping: [num_tokens] (a slot < 0 is padding: rotated, not stored).
-void prepare_attention_inputs(const QkvRows& rows, int64_t num_tokens, const float* q_norm,
-                              const float* k_norm, float eps, const int32_t* positions,
-                              const float* rope_cos_sin, const int32_t* slot_mapping,
-                              const KvCacheLayer& cache);
+void prepare_attention_inputs(const QkvRows& rows, int64_t num_tokens, HeadNorm q_norm, HeadNorm k_norm,
+                              const int32_t* positions, const float* rope_cos_sin,
+                              const int32_t* slot_mapping, const KvCacheLayer& cache);
 
 }  // namespace lmrun::kernels

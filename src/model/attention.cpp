@@ -2,10 +2,8 @@
 
 #include <cmath>
 
-#include "core/check.h"
 #include "core/op_profiler.h"
 #include "kernels/attention_inputs.h"
-#include "kernels/norm.h"
 
 namespace lmrun {
 
@@ -43,10 +41,12 @@ void Attention::forward(const ForwardContext& context, const float* hidden,
     }
     {
         ScopedOp scope(Op::QkNormRopeStore);
+        const auto head_norm = [](const std::optional<RMSNorm>& norm) {
+            return norm ? kernels::HeadNorm{norm->weight(), norm->eps()} : kernels::HeadNorm{};
+        };
         kernels::prepare_attention_inputs({qkv, stride, num_heads, num_kv_heads, head_dim}, tokens,
-                                          q_norm ? q_norm->weight() : nullptr,
-                                          k_norm ? k_norm->weight() : nullptr, q_norm ? q_norm->eps() : 0.0f,
-                                          context.positions, rope_cos_sin, context.slot_mapping, cache);
+                                          head_norm(q_norm), head_norm(k_norm), context.positions,
+                                          rope_cos_sin, context.slot_mapping, cache);
     }
     float* attn_out = buffers.attn_out();
     {
