@@ -143,7 +143,7 @@ TEST_P(Int8Conformance, EveryPathMatchesTheTwinAndTheF32Product) {
 
 std::vector<Int8Problem> int8_problems() {
     std::vector<Int8Problem> list;
-    for (int64_t rows : {1, 2, 3, 4, 5, 6, 7, 8, 13, 17, 33, 64, 100}) {
+    for (int64_t rows : {1, 2, 3, 4, 5, 6, 7, 8, 13, 17, 19, 20, 33, 64, 100}) {
         list.push_back({rows, 17, 3});
         list.push_back({rows, 130, 200});
     }

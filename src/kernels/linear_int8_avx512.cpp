@@ -2,7 +2,8 @@
 // linear_int8_driver.h:
 //  - VNNI: vpdpbusd(acc, q_x + 128, q_w) sums four byte products into each int32 lane, one
 //    instruction per 64 multiply-adds; compensation removes the +128. Up to 6 rows × 64 outputs
-//    (24 accumulators) per call, so each weight vector loaded feeds 6 instructions.
+//    (24 accumulators) per call, so each weight vector loaded feeds 6 instructions. From 20 rows
+//    on, its own loop nest with the sums in registers over the whole K (vnni_whole_k).
 //  - AVX-512BW without VNNI: the AVX2 sign trick on 64-byte vectors (AVX-512 has no vpsignb:
 //    a masked subtract negates the weight bytes where x is negative).
 // One row (batch-1 decode) skips the loop nest: the VNNI kernel walks 4 tiles in lockstep, 4
@@ -18,6 +19,7 @@
 #include "kernels/dispatch_constant.h"
 #include "kernels/linear_int8.h"
 #include "kernels/linear_int8_driver.h"
+#include "kernels/linear_store_avx512.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -184,10 +186,88 @@ void one_row_vnni(const float* x, const PackedLinear& w, const float* bias, floa
     });
 }
 
+// Many rows, the BF16 GEMM's loop nest (linear_gemm_bf16_avx512.cpp): a thread walks whole
+// tiles, and each row block runs the tile's whole K with its 4R sums in registers, reading the
+// tile from L2 (K/4 quads × 256 B: 64-192 KiB here), then dequantizes them straight to y. The
+// passes prefetch the thread's next tile into L2. Replaces, from kWholeKMinRows rows, the chunked
+// loop nest (linear_int8_driver.h), whose sums went through a buffer at every 16 KiB chunk and
+// whose chunk, x slice and sums (16 KiB each at 64 rows) overflowed a 48 KiB L1.
+constexpr int64_t kWholeKMinRows = 20;
+
+template <int R>
+void vnni_whole_k(const int8_t* tile, int64_t quads, const uint8_t* x, int64_t x_stride,
+                  const float* x_scales, const float* w_scales, const int32_t* compensation,
+                  const float* bias, int64_t count, float* y, int64_t y_stride, NextTilePrefetch& prefetch) {
+    __m512i sum[R][4];
+    for (int r = 0; r < R; ++r)
+        for (int64_t j = 0; j < 4; ++j) sum[r][j] = _mm512_setzero_si512();
+    for (int64_t p = 0; p < quads; ++p) {
+        const int8_t* wp = tile + p * kInt8QuadBytes;
+        prefetch.step();
+        __m512i wv[4];
+        for (int64_t j = 0; j < 4; ++j) wv[j] = _mm512_loadu_si512(wp + 64 * j);
+        for (int r = 0; r < R; ++r) {
+            const __m512i xr = broadcast_quad(x + r * x_stride + 4 * p);
+            for (int64_t j = 0; j < 4; ++j) sum[r][j] = dpbusd(sum[r][j], xr, wv[j]);
+        }
+    }
+    // Lanes past `count` (a last, partial tile) hold zero weights; their scales are not read.
+    const __mmask16 full = 0xffff;
+    __m512 scale[4];
+    __m512i comp[4];
+    for (int64_t j = 0; j < 4; ++j) {
+        const int64_t left = count - 16 * j;
+        const __mmask16 mask = left >= 16 ? full : left > 0 ? __mmask16((1u << left) - 1) : __mmask16(0);
+        scale[j] = _mm512_maskz_loadu_ps(mask, w_scales + 16 * j);
+        comp[j] = _mm512_maskz_loadu_epi32(mask, compensation + 16 * j);
+    }
+    for (int r = 0; r < R; ++r) {
+        const __m512 xs = _mm512_set1_ps(x_scales[r]);
+        __m512 out[4];
+        for (int64_t j = 0; j < 4; ++j) {
+            const __m512 value = _mm512_cvtepi32_ps(_mm512_sub_epi32(sum[r][j], comp[j]));
+            out[j] = _mm512_mul_ps(value, _mm512_mul_ps(xs, scale[j]));
+        }
+        store_tile_outputs(out, count, bias, y + r * y_stride);
+    }
+}
+
+void vnni_whole_k_rows(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y) {
+    uint8_t* xq = int8_x_buffer(size_t(num_rows * w.padded_in));
+    float* x_scales = int8_x_scale_buffer(size_t(num_rows));
+    const auto* data = static_cast<const int8_t*>(w.data);
+    const int64_t quads = w.padded_in / 4;
+    const int64_t tile_bytes = w.tile_elements();
+    const RowBlocks blocks(num_rows, Int8Vnni::kMaxRows);
+    const int64_t steps = blocks.count * quads;
+    const auto quantize_rows = [&](int64_t begin, int64_t end) {
+        quantize_rows_int8(x + begin * w.in_features, end - begin, w.in_features, w.padded_in,
+                           /*unsigned_offset=*/true, xq + begin * w.padded_in, x_scales + begin);
+    };
+    parallel_for_after(num_rows, quantize_rows, w.num_tiles, [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) {
+            const int8_t* tile = data + t * w.tile_elements();
+            NextTilePrefetch prefetch(t + 1 < end ? tile + w.tile_elements() : nullptr, tile_bytes, steps);
+            const int64_t n0 = t * kTileOutputs;
+            const int64_t count = int8_min(kTileOutputs, w.out_features - n0);
+            for (int64_t b = 0; b < blocks.count; ++b) {
+                const int64_t r = blocks.first_row(b);
+                dispatch_constant<1, 2, 3, 4, 5, 6>(blocks.rows(b), [&](auto rows) {
+                    vnni_whole_k<decltype(rows)::value>(
+                        tile, quads, xq + r * w.padded_in, w.padded_in, x_scales + r, w.scales + n0,
+                        w.compensation + n0, bias ? bias + n0 : nullptr, count, y + r * w.out_features + n0,
+                        w.out_features, prefetch);
+                });
+            }
+        }
+    });
+}
+
 }  // namespace
 
 void linear_int8_vnni(const float* x, int64_t num_rows, const PackedLinear& w, const float* bias, float* y) {
     if (num_rows == 1) return one_row_vnni(x, w, bias, y);
+    if (num_rows >= kWholeKMinRows) return vnni_whole_k_rows(x, num_rows, w, bias, y);
     int8_driver<Int8Vnni>(x, num_rows, w, bias, y);
 }
 
