@@ -43,6 +43,23 @@ inline __m512i* acc_vec(int32_t* acc, int64_t r, int64_t j) {
     return reinterpret_cast<__m512i*>(acc + r * kTileOutputs + 16 * j);
 }
 
+// sum[r][j] += Σ over `quads` k-quads p of x[r] quad p · w's 16 lanes j (the micro-kernel of
+// both VNNI loop nests); step(p) runs first at every quad (their prefetches).
+template <int R, typename Step>
+inline void add_quads(__m512i (&sum)[R][4], const int8_t* w, int64_t quads, const uint8_t* x,
+                      int64_t x_stride, Step&& step) {
+    for (int64_t p = 0; p < quads; ++p) {
+        const int8_t* wp = w + p * kInt8QuadBytes;
+        step(p);
+        __m512i wv[4];
+        for (int64_t j = 0; j < 4; ++j) wv[j] = _mm512_loadu_si512(wp + 64 * j);
+        for (int r = 0; r < R; ++r) {
+            const __m512i xr = broadcast_quad(x + r * x_stride + 4 * p);
+            for (int64_t j = 0; j < 4; ++j) sum[r][j] = dpbusd(sum[r][j], xr, wv[j]);
+        }
+    }
+}
+
 struct Int8Vnni {
     static constexpr int64_t kCols = 64;
     static constexpr int kMaxRows = 6;
@@ -61,16 +78,7 @@ struct Int8Vnni {
         __m512i sum[R][4];
         for (int r = 0; r < R; ++r)
             for (int64_t j = 0; j < 4; ++j) sum[r][j] = _mm512_loadu_si512(acc_vec(acc, r, j));
-        for (int64_t p = 0; p < quads; ++p) {
-            const int8_t* wp = w + p * kInt8QuadBytes;
-            prefetch.step(p);
-            __m512i wv[4];
-            for (int64_t j = 0; j < 4; ++j) wv[j] = _mm512_loadu_si512(wp + 64 * j);
-            for (int r = 0; r < R; ++r) {
-                const __m512i xr = broadcast_quad(x + r * x_stride + 4 * p);
-                for (int64_t j = 0; j < 4; ++j) sum[r][j] = dpbusd(sum[r][j], xr, wv[j]);
-            }
-        }
+        add_quads<R>(sum, w, quads, x, x_stride, [&](int64_t p) { prefetch.step(p); });
         for (int r = 0; r < R; ++r)
             for (int64_t j = 0; j < 4; ++j) _mm512_storeu_si512(acc_vec(acc, r, j), sum[r][j]);
     }
@@ -188,10 +196,14 @@ void one_row_vnni(const float* x, const PackedLinear& w, const float* bias, floa
 
 // Many rows, the BF16 GEMM's loop nest (linear_gemm_bf16_avx512.cpp): a thread walks whole
 // tiles, and each row block runs the tile's whole K with its 4R sums in registers, reading the
-// tile from L2 (K/4 quads × 256 B: 64-192 KiB here), then dequantizes them straight to y. The
-// passes prefetch the thread's next tile into L2. Replaces, from kWholeKMinRows rows, the chunked
-// loop nest (linear_int8_driver.h), whose sums went through a buffer at every 16 KiB chunk and
-// whose chunk, x slice and sums (16 KiB each at 64 rows) overflowed a 48 KiB L1.
+// tile from L2 (K/4 quads × 256 B: 64-192 KiB here), then dequantizes them straight to y (the
+// vector form of dequantize_tile). The passes prefetch the thread's next tile into L2. Replaces,
+// from kWholeKMinRows rows, the chunked loop nest (linear_int8_driver.h), whose sums went through
+// a buffer at every 16 KiB chunk and whose chunk, x slice and sums (16 KiB each at 64 rows)
+// overflowed a 48 KiB L1. Zen 5, kernel_bench, 2-3 alternating rounds: 1265-1620 → 1440-1830
+// GOP/s at 20-64 rows (vpdpbusd alone: ~2080), 5-35% more at 128-512; at 8-18 rows, where the
+// weights stream from DRAM, the chunked nest was as fast or faster (18 rows: 1330-1440 against
+// 1005-1255), so it stays there.
 constexpr int64_t kWholeKMinRows = 20;
 
 template <int R>
@@ -201,16 +213,7 @@ void vnni_whole_k(const int8_t* tile, int64_t quads, const uint8_t* x, int64_t x
     __m512i sum[R][4];
     for (int r = 0; r < R; ++r)
         for (int64_t j = 0; j < 4; ++j) sum[r][j] = _mm512_setzero_si512();
-    for (int64_t p = 0; p < quads; ++p) {
-        const int8_t* wp = tile + p * kInt8QuadBytes;
-        prefetch.step();
-        __m512i wv[4];
-        for (int64_t j = 0; j < 4; ++j) wv[j] = _mm512_loadu_si512(wp + 64 * j);
-        for (int r = 0; r < R; ++r) {
-            const __m512i xr = broadcast_quad(x + r * x_stride + 4 * p);
-            for (int64_t j = 0; j < 4; ++j) sum[r][j] = dpbusd(sum[r][j], xr, wv[j]);
-        }
-    }
+    add_quads<R>(sum, tile, quads, x, x_stride, [&](int64_t) { prefetch.step(); });
     // Lanes past `count` (a last, partial tile) hold zero weights; their scales are not read.
     const __mmask16 full = 0xffff;
     __m512 scale[4];
