@@ -192,6 +192,43 @@ TEST(Cli, EverySubcommandHasHelp) {
     EXPECT_NE(router.output.find("--policy"), std::string::npos) << router.output;
 }
 
+// lmrun bench as a user runs it, at tiny sizes: every workload asked for is printed and written
+// to --json in order, with a positive rate, and each runner workload against its roofline.
+TEST(Cli, BenchReportsEveryWorkloadAgainstItsRoofline) {
+    const std::string json_path = make_temp_dir("cli_bench") + "/bench.json";
+    CommandResult result = run_lmrun(
+        "bench --model " + stories_dir() +
+        " --prompt-lens 16 --decode-batches 1,4 --context-sweep 32,64 --context-batch 2 "
+        "--engine-batch 2 --repeats 1 --decode-steps 2 --threads 1 --kv-cache-memory 0.01 --profile "
+        "--json " +
+        json_path);
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+    const std::vector<std::string> names = {"engine decode batch 2", "prefill 16",
+                                            "decode batch 1",        "decode batch 4",
+                                            "decode b2 context 32",  "decode b2 context 64"};
+    for (const std::string& name : names) EXPECT_NE(result.output.find(name), std::string::npos) << name;
+    EXPECT_NE(result.output.find("per-op time"), std::string::npos) << result.output;
+    nlohmann::json report = read_json_file(json_path);
+    EXPECT_EQ(report["threads"], 1);
+    EXPECT_GT(report["limits"]["read_bytes_per_s"].get<double>(), 0);
+    EXPECT_GT(report["limits"]["gemm_flops_per_s"].get<double>(), 0);
+    ASSERT_EQ(report["workloads"].size(), names.size()) << report.dump(2);
+    for (size_t i = 0; i < names.size(); ++i) {
+        const nlohmann::json& row = report["workloads"][i];
+        EXPECT_EQ(row["workload"], names[i]);
+        const double rate = row["tokens_per_s"].get<double>();
+        EXPECT_TRUE(std::isfinite(rate) && rate > 0) << row.dump();
+        if (i == 0) {  // the engine's row: a target on its overhead, no roofline
+            EXPECT_FALSE(row.contains("roofline_tokens_per_s")) << row.dump();
+            EXPECT_TRUE(row.contains("target_met")) << row.dump();
+            continue;
+        }
+        const double roofline = row["roofline_tokens_per_s"].get<double>();
+        EXPECT_GT(roofline, 0) << row.dump();
+        EXPECT_NEAR(row["fraction_of_roofline"].get<double>(), rate / roofline, 1e-9) << row.dump();
+    }
+}
+
 TEST(Cli, RouterAndDataParallelOptionsAreChecked) {
     CommandResult no_workers = run_lmrun("router --port 0");
     EXPECT_EQ(no_workers.exit_code, 1);

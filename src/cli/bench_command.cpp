@@ -12,9 +12,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_args.h"
 #include "cli/bench_limits.h"
 #include "cli/bench_offline.h"
 #include "cli/bench_plot.h"
+#include "cli/bench_report.h"
 #include "cli/bench_startup.h"
 #include "cli/bench_structured.h"
 #include "cli/bench_tensor_parallel.h"
@@ -34,44 +36,6 @@
 
 namespace lmrun::cli {
 namespace {
-
-struct BenchArgs {
-    std::string model;
-    std::string random_preset;
-    std::string random_dir = "/tmp/lmrun-random-models";
-    std::string dtype = "auto";
-    std::string quantization;  // "int8": W8A8 weights quantized at load
-    bool unquantized_embeddings = false;
-    std::string kv_cache_dtype = "auto";
-    std::vector<int64_t> prompt_lens{128, 512, 2048};
-    std::vector<int64_t> decode_batches{1, 8, 32, 64, 128};
-    int64_t decode_context = 128;
-    int64_t decode_steps = 8;
-    std::vector<int64_t> context_sweep{256, 4096};  // decode at these contexts, batch context_batch
-    int64_t context_batch = 8;
-    int64_t engine_batch = 64;  // engine overhead per decode step at this batch (0 = skip)
-    int64_t repeats = 3;
-    int threads = 0;
-    std::string json_path;
-    std::string plot_path;
-    bool profile = false;
-    int64_t offline_requests = 0;  // > 0: also run the offline throughput workload
-    std::vector<int64_t> offline_prompt_range{100, 512};
-    std::vector<int64_t> offline_output_range{100, 512};
-    int64_t offline_max_num_seqs = 64;
-    double kv_cache_memory_gib = 2;
-    int tensor_parallel_size = 1;
-    std::string distributed_executor_backend;
-    bool compare_tensor_parallel = false;
-    bool structured = false;  // only the structured-output benchmark (bench_structured.h)
-    std::string tokenizer;    // its tokenizer (random checkpoints have none)
-    int64_t structured_batch = 8;
-    bool startup = false;       // --startup: only the start-up benchmark (bench_startup.h)
-    int64_t startup_probe = 0;  // > 0: be one start-up probe with a prompt of this many tokens
-    bool startup_warm_only = false;
-    std::string packed_cache_dir;  // --packed-cache: the weights mapped from there (and --startup: measured
-                                   // both ways)
-};
 
 Result<std::string> prepare_model(const BenchArgs& args) {
     if (args.random_preset.empty()) {
@@ -103,103 +67,18 @@ StepTiming repeat(int64_t repeats, Fn&& run) {
     return median_timing(runs);
 }
 
-// One line of the report: a throughput, the bound the in-run limits put on it, a target.
-struct Row {
-    std::string name;
-    double tokens_per_s = 0;
-    double ms = 0;
-    double roofline_tokens_per_s = 0;
-    std::string target;
-    bool has_target = false;
-    bool met = false;
-    OpSeconds op_seconds{};
-};
-
-Row make_row(std::string name, double tokens_per_s, double ms) {
-    Row row;
-    row.name = std::move(name);
-    row.tokens_per_s = tokens_per_s;
-    row.ms = ms;
-    return row;
-}
-
-class Report {
-  public:
-    void add(Row row) {
-        std::cout << format(row) << std::flush;
-        rows_.push_back(std::move(row));
-    }
-    void print_header() const {
-        std::cout << fmt::format("{:<30} {:>10} {:>10} {:>10} {:>7}   {}\n", "workload", "tokens/s",
-                                 "ms/step", "roofline", "% roof", "target");
-    }
-    const std::vector<Row>& rows() const { return rows_; }
-    nlohmann::json to_json() const {
-        nlohmann::json list = nlohmann::json::array();
-        for (const Row& row : rows_) {
-            nlohmann::json entry = {
-                {"workload", row.name}, {"tokens_per_s", row.tokens_per_s}, {"ms_per_step", row.ms}};
-            if (row.roofline_tokens_per_s > 0) {
-                entry["roofline_tokens_per_s"] = row.roofline_tokens_per_s;
-                entry["fraction_of_roofline"] = row.tokens_per_s / row.roofline_tokens_per_s;
-            }
-            if (row.has_target) entry["target"] = row.target, entry["target_met"] = row.met;
-            list.push_back(entry);
-        }
-        return list;
-    }
-
-  private:
-    static std::string format(const Row& row) {
-        std::string roof =
-            row.roofline_tokens_per_s > 0 ? fmt::format("{:.1f}", row.roofline_tokens_per_s) : "";
-        std::string percent = row.roofline_tokens_per_s > 0
-                                  ? fmt::format("{:.0f}%", 100 * row.tokens_per_s / row.roofline_tokens_per_s)
-                                  : "";
-        std::string target =
-            row.has_target ? fmt::format("{} ({})", row.target, row.met ? "met" : "MISSED") : "";
-        return fmt::format("{:<30} {:>10.1f} {:>10.2f} {:>10} {:>7}   {}\n", row.name, row.tokens_per_s,
-                           row.ms, roof, percent, target);
-    }
-    std::vector<Row> rows_;
-};
-
-void print_profile(const std::vector<Row>& rows) {
-    std::vector<const Row*> profiled;
-    for (const Row& row : rows) {
-        double total = 0;
-        for (double s : row.op_seconds) total += s;
-        if (total > 0) profiled.push_back(&row);
-    }
-    if (profiled.empty()) return;
-    std::cout << "\nper-op time, ms per step (share of the step)\n" << fmt::format("{:<22}", "op");
-    for (const Row* row : profiled) std::cout << fmt::format(" {:>22}", row->name);
-    std::cout << "\n";
-    for (size_t op = 0; op < size_t(Op::kCount); ++op) {
-        bool any = std::any_of(profiled.begin(), profiled.end(),
-                               [&](const Row* r) { return r->op_seconds[op] > 0; });
-        if (!any) continue;
-        std::cout << fmt::format("{:<22}", op_name(Op(op)));
-        for (const Row* row : profiled) {
-            std::cout << fmt::format(" {:>13.2f} ({:>4.1f}%)", row->op_seconds[op] * 1e3,
-                                     100 * row->op_seconds[op] / (row->ms * 1e-3));
-        }
-        std::cout << "\n";
-    }
-}
-
 struct BenchContext {
     const BenchArgs& args;
     MachineLimits limits;
     ModelCost cost;
-    Report report;
+    BenchReport report;
 };
 
 void run_prefill_sweep(BenchContext& bench, ModelRunner& runner) {
     for (int64_t length : bench.args.prompt_lens) {
         StepTiming timing = repeat(bench.args.repeats, [&] { return time_prefill(runner, length); });
-        Row row = make_row(fmt::format("prefill {}", length), double(length) / timing.seconds,
-                           timing.seconds * 1e3);
+        BenchRow row = make_bench_row(fmt::format("prefill {}", length), double(length) / timing.seconds,
+                                      timing.seconds * 1e3);
         double flops = bench.cost.flops(double(length), double(length) / 2, 1);
         row.roofline_tokens_per_s =
             double(length) / roofline_seconds(bench.limits, bench.cost.weight_bytes, flops);
@@ -223,8 +102,8 @@ std::vector<PlotPoint> run_decode_sweep(BenchContext& bench, ModelRunner& runner
     for (int64_t batch : args.decode_batches) {
         StepTiming timing = median_timing(
             time_decode_steps(runner, batch, args.decode_context, args.decode_steps, args.repeats));
-        Row row = make_row(fmt::format("decode batch {}", batch), double(batch) / timing.seconds,
-                           timing.seconds * 1e3);
+        BenchRow row = make_bench_row(fmt::format("decode batch {}", batch), double(batch) / timing.seconds,
+                                      timing.seconds * 1e3);
         row.roofline_tokens_per_s = decode_roofline(bench, batch, args.decode_context);
         if (batch == 1) {
             row.has_target = true;
@@ -246,8 +125,8 @@ void run_context_sweep(BenchContext& bench, ModelRunner& runner) {
     for (int64_t context : args.context_sweep) {
         StepTiming timing = median_timing(
             time_decode_steps(runner, args.context_batch, context, args.decode_steps, args.repeats));
-        Row row = make_row(fmt::format("decode b{} context {}", args.context_batch, context),
-                           double(args.context_batch) / timing.seconds, timing.seconds * 1e3);
+        BenchRow row = make_bench_row(fmt::format("decode b{} context {}", args.context_batch, context),
+                                      double(args.context_batch) / timing.seconds, timing.seconds * 1e3);
         row.roofline_tokens_per_s = decode_roofline(bench, args.context_batch, context);
         if (first_seconds == 0) {
             first_seconds = timing.seconds;
@@ -304,9 +183,9 @@ Status run_engine_workloads(BenchContext& bench, const std::string& model_dir,
         LMRUN_ASSIGN_OR_RETURN(EngineDecodeTiming timing,
                                time_engine_decode(config, args.engine_batch, 128, 8));
         double share = timing.overhead_seconds_per_step / timing.seconds_per_step;
-        Row row =
-            make_row(fmt::format("engine decode batch {}", args.engine_batch),
-                     double(args.engine_batch) / timing.seconds_per_step, timing.seconds_per_step * 1e3);
+        BenchRow row = make_bench_row(fmt::format("engine decode batch {}", args.engine_batch),
+                                      double(args.engine_batch) / timing.seconds_per_step,
+                                      timing.seconds_per_step * 1e3);
         row.has_target = true;
         row.target = fmt::format("overhead {:.2f}% of the step, < 5%", 100 * share);
         row.met = share < 0.05;
@@ -326,8 +205,8 @@ Status run_engine_workloads(BenchContext& bench, const std::string& model_dir,
         workload.min_output_len = args.offline_output_range[0];
         workload.max_output_len = args.offline_output_range[1];
         LMRUN_ASSIGN_OR_RETURN(OfflineResult offline, run_offline_workload(config, workload));
-        Row row = make_row(fmt::format("offline {} req (output)", args.offline_requests),
-                           double(offline.output_tokens) / offline.seconds, 0);
+        BenchRow row = make_bench_row(fmt::format("offline {} req (output)", args.offline_requests),
+                                      double(offline.output_tokens) / offline.seconds, 0);
         row.has_target = true, row.target = ">= 400 tok/s", row.met = row.tokens_per_s >= 400;
         bench.report.add(row);
     }
@@ -393,6 +272,89 @@ StartupBenchOptions startup_options(const BenchArgs& args, const std::string& mo
     return options;
 }
 
+// -tp N ranks against one process over the same workloads (--compare-tensor-parallel).
+int run_tensor_parallel_comparison(const BenchContext& bench, const std::string& model_dir,
+                                   const ModelConfig& config, DType dtype) {
+    const BenchArgs& args = bench.args;
+    TensorParallelComparison comparison;
+    comparison.model_dir = model_dir;
+    comparison.dtype = dtype;
+    comparison.runner = runner_config_for(args, config, bench.cost);
+    comparison.tensor_parallel_size = std::max(2, args.tensor_parallel_size);
+    comparison.backend = args.distributed_executor_backend.empty() ? "mp" : args.distributed_executor_backend;
+    comparison.prompt_lens = args.prompt_lens;
+    comparison.decode_batches = args.decode_batches;
+    comparison.decode_context = args.decode_context;
+    comparison.decode_steps = args.decode_steps;
+    comparison.runs = args.repeats;
+    auto result = compare_tensor_parallel(comparison);
+    if (!result.ok()) return log_error("{}", result.error().message), 1;
+    if (!args.json_path.empty()) std::ofstream(args.json_path) << result.value().dump(2) << "\n";
+    return 0;
+}
+
+// Prints the machine's limits and the model's cost per token, then measures them into bench.
+void measure_limits(BenchContext& bench, DType gemm_storage, nlohmann::json& json) {
+    log_info("measuring this machine's limits ({} threads, {} kernels)", num_threads(),
+             isa_name(kernel_isa()));
+    bench.limits = measure_machine_limits(gemm_storage);
+    std::cout << fmt::format(
+        "limits: read bandwidth {:.1f} GB/s, {} GEMM peak {:.0f} GOP/s (oneDNN {})\n",
+        bench.limits.read_bytes_per_s / 1e9, dtype_name(gemm_storage), bench.limits.gemm_flops_per_s / 1e9,
+        bench.limits.onednn_flops_per_s > 0 ? fmt::format("{:.0f}", bench.limits.onednn_flops_per_s / 1e9)
+                                            : std::string("has no kernel here"));
+    std::cout << fmt::format(
+        "model: {:.0f} MiB of weights read per forward, {:.3f} MiB of KV per token, {:.2f} GFLOP per token "
+        "(+ attention)\n",
+        bench.cost.weight_bytes / double(1 << 20), bench.cost.kv_bytes_per_token / double(1 << 20),
+        2 * (bench.cost.layer_params + bench.cost.lm_head_params) / 1e9);
+    json["limits"] = {{"read_bytes_per_s", bench.limits.read_bytes_per_s},
+                      {"gemm_storage", dtype_name(gemm_storage)},
+                      {"gemm_flops_per_s", bench.limits.gemm_flops_per_s},
+                      {"onednn_flops_per_s", bench.limits.onednn_flops_per_s}};
+    json["weight_bytes_per_forward"] = bench.cost.weight_bytes;
+    json["kv_bytes_per_token"] = bench.cost.kv_bytes_per_token;
+}
+
+// The prefill, decode and context sweeps on the model runner of rank 0 (behind the executor
+// that -tp and the backend choose), each against the limits measured just before them.
+int run_runner_workloads(BenchContext& bench, const std::string& model_dir, const ModelConfig& config,
+                         DType dtype, const WeightQuantization& quantization, nlohmann::json& json) {
+    const BenchArgs& args = bench.args;
+    parallel::ExecutorConfig executor_config;
+    executor_config.model_dir = model_dir;
+    executor_config.dtype = dtype;
+    executor_config.quantization = quantization;
+    if (!args.packed_cache_dir.empty())
+        executor_config.packed_cache.dir = packed_cache_dir_from_option(args.packed_cache_dir);
+    executor_config.runner = runner_config_for(args, config, bench.cost);
+    executor_config.tensor_parallel_size = args.tensor_parallel_size;
+    executor_config.threads_per_rank = capped_threads(args.threads);
+    auto backend =
+        parallel::resolve_executor_backend(args.distributed_executor_backend, args.tensor_parallel_size);
+    if (!backend.ok()) return fail(backend.error());
+    executor_config.backend = backend.value();
+    auto executor = parallel::Executor::create(executor_config);
+    if (!executor.ok()) return fail(executor.error());
+    ModelRunner& runner = executor.value()->runner();
+    // What rank 0 really reads per forward (its shard under -tp; int8 where quantized).
+    bench.cost.weight_bytes = double(runner.model().forward_weight_nbytes());
+    measure_limits(bench, runner.model().has_int8_weights() ? DType::I8 : DType::BF16, json);
+    run_prefill_sweep(bench, runner);
+    std::vector<PlotPoint> points = run_decode_sweep(bench, runner);
+    run_context_sweep(bench, runner);
+    if (args.profile) bench.report.print_profile();
+    json["workloads"] = bench.report.to_json();
+    if (!args.json_path.empty()) std::ofstream(args.json_path) << json.dump(2) << "\n";
+    if (!args.plot_path.empty()) {
+        Status status = write_throughput_svg(
+            args.plot_path, points,
+            fmt::format("{} decode, {} threads", model_type_name(config.arch), num_threads()));
+        if (!status.ok()) return fail(status.error());
+    }
+    return 0;
+}
+
 int run_bench(const BenchArgs& args) {
     for (const auto& [option, range] : {std::pair{"--offline-prompt-range", &args.offline_prompt_range},
                                         std::pair{"--offline-output-range", &args.offline_output_range}}) {
@@ -419,24 +381,8 @@ int run_bench(const BenchArgs& args) {
     if (args.structured) return run_structured(args, model_dir.value(), dtype);
 
     BenchContext bench{args, {}, model_cost(config.value(), dtype, kv_dtype.value()), {}};
-    if (args.compare_tensor_parallel) {
-        TensorParallelComparison comparison;
-        comparison.model_dir = model_dir.value();
-        comparison.dtype = dtype;
-        comparison.runner = runner_config_for(args, config.value(), bench.cost);
-        comparison.tensor_parallel_size = std::max(2, args.tensor_parallel_size);
-        comparison.backend =
-            args.distributed_executor_backend.empty() ? "mp" : args.distributed_executor_backend;
-        comparison.prompt_lens = args.prompt_lens;
-        comparison.decode_batches = args.decode_batches;
-        comparison.decode_context = args.decode_context;
-        comparison.decode_steps = args.decode_steps;
-        comparison.runs = args.repeats;
-        auto result = compare_tensor_parallel(comparison);
-        if (!result.ok()) return log_error("{}", result.error().message), 1;
-        if (!args.json_path.empty()) std::ofstream(args.json_path) << result.value().dump(2) << "\n";
-        return 0;
-    }
+    if (args.compare_tensor_parallel)
+        return run_tensor_parallel_comparison(bench, model_dir.value(), config.value(), dtype);
     nlohmann::json json = {{"model", model_dir.value()},
                            {"dtype", dtype_name(dtype)},
                            {"weight_quantization", args.quantization.empty() ? "none" : args.quantization},
@@ -459,58 +405,7 @@ int run_bench(const BenchArgs& args) {
         !status.ok()) {
         return fail(status.error());
     }
-    parallel::ExecutorConfig executor_config;
-    executor_config.model_dir = model_dir.value();
-    executor_config.dtype = dtype;
-    executor_config.quantization = quantization.value();
-    if (!args.packed_cache_dir.empty())
-        executor_config.packed_cache.dir = packed_cache_dir_from_option(args.packed_cache_dir);
-    executor_config.runner = runner_config_for(args, config.value(), bench.cost);
-    executor_config.tensor_parallel_size = args.tensor_parallel_size;
-    executor_config.threads_per_rank = capped_threads(args.threads);
-    auto backend =
-        parallel::resolve_executor_backend(args.distributed_executor_backend, args.tensor_parallel_size);
-    if (!backend.ok()) return fail(backend.error());
-    executor_config.backend = backend.value();
-    auto executor = parallel::Executor::create(executor_config);
-    if (!executor.ok()) return fail(executor.error());
-    ModelRunner& runner = executor.value()->runner();
-    // What rank 0 really reads per forward (its shard under -tp; int8 where quantized).
-    bench.cost.weight_bytes = double(runner.model().forward_weight_nbytes());
-    const DType gemm_storage = runner.model().has_int8_weights() ? DType::I8 : DType::BF16;
-    log_info("measuring this machine's limits ({} threads, {} kernels)", num_threads(),
-             isa_name(kernel_isa()));
-    bench.limits = measure_machine_limits(gemm_storage);
-    std::cout << fmt::format(
-        "limits: read bandwidth {:.1f} GB/s, {} GEMM peak {:.0f} GOP/s (oneDNN {})\n",
-        bench.limits.read_bytes_per_s / 1e9, dtype_name(gemm_storage), bench.limits.gemm_flops_per_s / 1e9,
-        bench.limits.onednn_flops_per_s > 0 ? fmt::format("{:.0f}", bench.limits.onednn_flops_per_s / 1e9)
-                                            : std::string("has no kernel here"));
-    std::cout << fmt::format(
-        "model: {:.0f} MiB of weights read per forward, {:.3f} MiB of KV per token, {:.2f} GFLOP per token "
-        "(+ attention)\n",
-        bench.cost.weight_bytes / double(1 << 20), bench.cost.kv_bytes_per_token / double(1 << 20),
-        2 * (bench.cost.layer_params + bench.cost.lm_head_params) / 1e9);
-
-    json["limits"] = {{"read_bytes_per_s", bench.limits.read_bytes_per_s},
-                      {"gemm_storage", dtype_name(gemm_storage)},
-                      {"gemm_flops_per_s", bench.limits.gemm_flops_per_s},
-                      {"onednn_flops_per_s", bench.limits.onednn_flops_per_s}};
-    json["weight_bytes_per_forward"] = bench.cost.weight_bytes;
-    json["kv_bytes_per_token"] = bench.cost.kv_bytes_per_token;
-    run_prefill_sweep(bench, runner);
-    std::vector<PlotPoint> points = run_decode_sweep(bench, runner);
-    run_context_sweep(bench, runner);
-    if (args.profile) print_profile(bench.report.rows());
-    json["workloads"] = bench.report.to_json();
-    if (!args.json_path.empty()) std::ofstream(args.json_path) << json.dump(2) << "\n";
-    if (!args.plot_path.empty()) {
-        Status status = write_throughput_svg(
-            args.plot_path, points,
-            fmt::format("{} decode, {} threads", model_type_name(config->arch), num_threads()));
-        if (!status.ok()) return fail(status.error());
-    }
-    return 0;
+    return run_runner_workloads(bench, model_dir.value(), config.value(), dtype, quantization.value(), json);
 }
 
 }  // namespace
@@ -518,112 +413,7 @@ int run_bench(const BenchArgs& args) {
 CommandRunner add_bench_command(CLI::App& app) {
     auto args = std::make_shared<BenchArgs>();
     CLI::App* command = app.add_subcommand("bench", "Measure prefill and decode throughput");
-    command->add_option("--model", args->model, "Model folder");
-    command->add_option("--random", args->random_preset, "Benchmark a random-weight checkpoint: qwen3-0.6b");
-    command->add_flag("--structured", args->structured,
-                      "Only structured output: schema compile time, token mask time, constrained decode");
-    command->add_option("--tokenizer", args->tokenizer,
-                        "Tokenizer folder (for --structured on random checkpoints)");
-    command->add_option("--structured-batch", args->structured_batch, "Batch of the constrained decode")
-        ->check(integer_range(1, 256))
-        ->capture_default_str();
-    command->add_option("--random-dir", args->random_dir, "Where random checkpoints are written")
-        ->capture_default_str();
-    command->add_option("--dtype", args->dtype, "auto, float32, bfloat16")
-        ->check(CLI::IsMember({"auto", "float32", "bfloat16", "f32", "bf16"}))
-        ->capture_default_str();
-    command->add_option("--quantization", args->quantization, "int8: W8A8 weights quantized at load")
-        ->check(CLI::IsMember({"int8", "none"}));
-    command->add_flag("--unquantized-embeddings", args->unquantized_embeddings,
-                      "With --quantization int8: keep the embedding table and LM head in --dtype");
-    command->add_option("--kv-cache-dtype", args->kv_cache_dtype, "auto, bfloat16, float32, int8, fp8_e4m3")
-        ->check(CLI::IsMember({"auto", "bfloat16", "float32", "int8", "fp8_e4m3", "fp8"}))
-        ->capture_default_str();
-    command->add_option("--prompt-lens", args->prompt_lens, "Prefill prompt lengths")
-        ->delimiter(',')
-        ->check(integer_range(1, int64_t(1) << 20))
-        ->capture_default_str();
-    command->add_option("--decode-batches", args->decode_batches, "Decode batch sizes")
-        ->delimiter(',')
-        ->check(integer_range(1, 16384))
-        ->capture_default_str();
-    command->add_option("--decode-context", args->decode_context, "Context tokens per decoding sequence")
-        ->check(integer_range(1, int64_t(1) << 24))
-        ->capture_default_str();
-    command->add_option("--decode-steps", args->decode_steps, "Timed decode steps")
-        ->check(integer_range(1, int64_t(1) << 20))
-        ->capture_default_str();
-    command->add_option("--context-sweep", args->context_sweep, "Decode contexts compared at --context-batch")
-        ->delimiter(',')
-        ->check(integer_range(1, int64_t(1) << 24))
-        ->capture_default_str();
-    command->add_option("--context-batch", args->context_batch, "Batch of the context sweep")
-        ->check(integer_range(1, 16384))
-        ->capture_default_str();
-    command
-        ->add_option("--engine-batch", args->engine_batch, "Engine overhead measured at this batch (0: skip)")
-        ->check(integer_range(0, 16384))
-        ->capture_default_str();
-    command->add_option("--repeats", args->repeats, "Runs per workload (median reported)")
-        ->check(integer_range(1, 1000))
-        ->capture_default_str();
-    command
-        ->add_option("--threads", args->threads,
-                     "Compute threads per rank (default: the cores / ranks; at most one per CPU)")
-        ->check(integer_range(0, INT32_MAX));
-    command
-        ->add_option("--tensor-parallel-size", args->tensor_parallel_size,
-                     "Ranks the model is split over (-tp)")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 1024));
-    command
-        ->add_option("--distributed-executor-backend", args->distributed_executor_backend,
-                     "uni, mp or mpi (default: mp for -tp > 1)")
-        ->check(CLI::IsMember({"uni", "mp", "mpi"}));
-    command->add_flag(
-        "--compare-tensor-parallel", args->compare_tensor_parallel,
-        "Only compare prefill and decode on -tp N ranks (cores / N threads each) with one process "
-        "(all cores), in alternating runs (--repeats of each)");
-    command->add_option("--json", args->json_path, "Write the results as JSON");
-    command->add_option("--plot", args->plot_path, "Write decode throughput vs batch size as SVG");
-    command->add_flag("--profile", args->profile, "Print where each workload's step time goes, per op");
-    command
-        ->add_option("--offline", args->offline_requests,
-                     "Also run N offline requests (nano-vLLM bench.py shape)")
-        ->check(integer_range(0, int64_t(1) << 20));
-    command->add_option("--offline-prompt-range", args->offline_prompt_range, "Min,max prompt tokens")
-        ->delimiter(',')
-        ->check(integer_range(1, int64_t(1) << 20))
-        ->expected(2)
-        ->capture_default_str();
-    command->add_option("--offline-output-range", args->offline_output_range, "Min,max output tokens")
-        ->delimiter(',')
-        ->check(integer_range(1, int64_t(1) << 20))
-        ->expected(2)
-        ->capture_default_str();
-    command
-        ->add_option("--offline-max-num-seqs", args->offline_max_num_seqs,
-                     "Running sequences in the offline run")
-        ->check(integer_range(1, 16384))
-        ->capture_default_str();
-    command
-        ->add_option("--kv-cache-memory", args->kv_cache_memory_gib,
-                     "KV cache GiB (at least what workloads need)")
-        ->check(finite_range(0, 1 << 20))
-        ->capture_default_str();
-    command->add_flag("--startup", args->startup,
-                      "Only measure start-up: load, time to first token (1 and 512-token prompts) and peak "
-                      "RSS of fresh processes, page cache warm and cold");
-    command->add_flag("--startup-warm-only", args->startup_warm_only,
-                      "With --startup: skip the cold page cache runs");
-    command->add_option(
-        "--packed-cache", args->packed_cache_dir,
-        "Map the packed weights from a file in this directory (written first when missing; none by "
-        "default); with --startup: the directory of the later starts measured (default: lmrun's default, "
-        "none: measure only starts without it)");
-    command->add_option("--startup-probe", args->startup_probe, "Internal: one start-up probe process")
-        ->check(integer_range(1, 1 << 20))
-        ->group("");
+    add_bench_options(*command, *args);
     return [args] { return run_bench(*args); };
 }
 
