@@ -92,15 +92,18 @@ void bench_linear(DType storage, bool quick) {
             auto gemv = kernel_isa() >= Isa::Avx512 ? linear_gemv_avx512 : linear_gemv_avx2;
             double flops = 2.0 * double(rows) * double(s.out) * double(s.in);
             // int8 weights: the "gemv" column is linear()'s int8 kernel for this ISA at every row count.
+            // On AVX2 the GEMV runs at every row count too: it competes with the AVX2 GEMM there
+            // (kAvx2GemmMinRows); elsewhere up to 64 rows.
             const bool int8 = storage == DType::I8;
-            double gemv_s = rows <= 64 || int8 ? seconds_per_call([&] {
+            const int64_t gemv_max_rows = kernel_isa() == Isa::Avx2 ? 512 : 64;
+            double gemv_s = rows <= gemv_max_rows || int8 ? seconds_per_call([&] {
                 if (int8) {
                     linear(x.data(), rows, weight_for_call(), nullptr, y.data());
                 } else {
                     gemv(x.data(), rows, weight_for_call().packed(), nullptr, y.data());
                 }
             })
-                                               : 0;
+                                                          : 0;
             // oneDNN computes nothing where it has no kernel for these weights (BF16 on AVX2).
             const bool has_dnnl =
                 !int8 && rows >= 4 && linear_onednn(x.data(), rows, first, nullptr, y.data());

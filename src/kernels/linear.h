@@ -65,10 +65,16 @@ class LinearWeight {
 // more go to oneDNN (BF16 activations for BF16 weights). Measured crossover on the LM head:
 // 4 rows GEMV ~10 GB/s vs oneDNN ~8; 8 rows GEMV ~4 vs oneDNN ~5.6 (FMA-bound by then).
 inline constexpr int64_t kGemvMaxRows = 4;
-// From this many rows the AVX2 GEMM (each weight tile read once per call) beats the GEMV, which
-// walks the weights once per 8 rows (kernel_bench, 2 threads: 0.85x at 8 rows, 1.3x at 16, 1.9x
-// for the LM head at 64).
-inline constexpr int64_t kAvx2GemmMinRows = 9;
+// On AVX2, BF16 weights go to the AVX2 GEMM from this many rows; fewer stay on the GEMV (48
+// rows per pass over the weights, linear_gemv.cpp). The GEMM widens each weight chunk to F32
+// in memory before its FMAs, a cost that few rows do not amortize; the GEMV unpacks the weights
+// in registers between its FMAs. Zen 5 at LMRUN_ISA=avx2, kernel_bench, GEMV against GEMM:
+// 1.6-1.7x at 9 rows, 1.3-1.45x at 16, 1.27x at 32, 1.1x at 64; on a Sapphire Rapids VM the two
+// matched at 64 rows. `lmrun bench` (3 alternating rounds, from 9 → from 65): decode batch 16
+// 116 → 158 tok/s, 32 140 → 170, 64 158 → 178. From 96 rows (prefill) the GEMV still led on Zen
+// 5 by 2-7% per projection, within the noise of a whole prefill, and was never measured against
+// the GEMM on Zen 3/4: the GEMM keeps those.
+inline constexpr int64_t kAvx2GemmMinRows = 65;
 
 // Dispatches on num_rows and kernel_isa(); y must not alias x. After one warm-up call with a
 // given num_rows, the GEMV path (num_rows <= kGemvMaxRows) performs no heap allocation; the

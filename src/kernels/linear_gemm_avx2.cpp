@@ -1,13 +1,14 @@
 // AVX2 GEMM over the packed tiles (layout in linear_gemv.h) for more rows than the GEMV serves
-// (prefill and batched decode) on CPUs without a BF16 dot product (AMD Zen 3). The GEMV walks
-// the whole weight matrix again for every 8 rows, so a batch of 64 read 8x the weights from
-// DRAM; here each 64-output tile is read once per call: a thread widens kChunkK rows of k of
-// its tile to F32 (BF16 storage; F32 tiles are read as they are) into a buffer in L2, and
-// every group of kBlockRows rows then runs a kBlockRows x 16 FMA micro-kernel over it, one
-// 16-output slice (kChunkK x 64 B) after another (12 accumulators: the two FMA pipes, not the
-// loads, are the limit). x stays in F32, so the results have the GEMV's F32 accuracy. Rows are
-// taken kPanelRows at a time: later panels re-read the tile from L2. Allocation-free (the
-// widened chunk lives on the stack).
+// (prefill and decode batches over 64: kAvx2GemmMinRows) on CPUs without a BF16 dot product
+// (AMD Zen 3). The GEMV walks the whole weight matrix again for every 48 rows, so a prefill of
+// 512 reads the weights 11 times; here each 64-output tile is read once per call: a thread
+// widens kChunkK rows of k of its tile to F32 (BF16 storage; F32 tiles are read as they are)
+// into a buffer in L2, and every group of kBlockRows rows then runs a kBlockRows x 16 FMA
+// micro-kernel over it, one 16-output slice (kChunkK x 64 B) after another (12 accumulators:
+// the two FMA pipes, not the loads, are the limit). x stays in F32, so the results have the
+// GEMV's F32 accuracy. Rows are taken kPanelRows at a time: later panels re-read the tile from
+// L2. Allocation-free (the widened chunk lives on the stack).
+//
 // kChunkK 256 rather than 64: a micro-kernel call loads and stores its 12 accumulators once per
 // chunk, and those were the largest overhead left. Zen 4 at LMRUN_ISA=avx2, kernel_bench, 3
 // alternating rounds: 512 rows 4-10% faster per projection, 64 rows 1-6%. Walking the

@@ -19,8 +19,8 @@ namespace {
 // accumulators per 8 outputs, and a horizontal add (once per chunk) puts them back in output
 // order. A call walks the whole tile, G groups of 8 outputs at a time, with at most 12
 // accumulators (one and two rows: `shifted`, below). Up to 48 rows share one
-// pass over the weights (the dispatch hands 9 rows and more to the AVX2 GEMM, which matched this
-// at 64 rows: both are bound by the FMAs there).
+// pass over the weights; the dispatch hands more than 64 rows to the AVX2 GEMM (linear.h says
+// why at kAvx2GemmMinRows).
 // The passes over a chunk prefetch the next one into L2 (NextChunkPrefetch), so that DRAM reads
 // overlap the FMAs. One row, 2 threads, kernel_bench on Sapphire
 // Rapids at LMRUN_ISA=avx2: 1.3-1.6x the GB/s of the previous kernel (half tiles, no prefetch) on
