@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "kernels/attention_softmax_avx2.h"
 #include "kernels/attention_tile.h"
 #include "kernels/attention_tile_driver.h"
 #include "kernels/dispatch_constant.h"
@@ -13,13 +14,6 @@
 
 namespace lmrun::kernels {
 namespace {
-
-float horizontal_sum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 struct Avx2Ops {
     int64_t dim;
@@ -125,23 +119,6 @@ struct Avx2Ops {
     }
 };
 
-float horizontal_max(__m256 v) {
-    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_max_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-// Lane j of the result is the sum of the lanes of v[j] (8 unreduced dot products at once: three
-// levels of adds instead of eight separate horizontal sums).
-inline __m256 reduce8(const __m256* v) {
-    const __m256 h01 = _mm256_hadd_ps(v[0], v[1]), h23 = _mm256_hadd_ps(v[2], v[3]);
-    const __m256 h45 = _mm256_hadd_ps(v[4], v[5]), h67 = _mm256_hadd_ps(v[6], v[7]);
-    const __m256 h0123 = _mm256_hadd_ps(h01, h23), h4567 = _mm256_hadd_ps(h45, h67);
-    return _mm256_add_ps(_mm256_permute2f128_ps(h0123, h4567, 0x20),
-                         _mm256_permute2f128_ps(h0123, h4567, 0x31));
-}
-
 // The tile for the usual head sizes, decode and prefill. Per chunk of 16 keys and per KV head,
 // the keys and values are widened to F32 once (16 KiB, in L1) and used by every query row of
 // that head; a row's 16 scores come from 16 unreduced dot products folded by reduce8, its
@@ -172,20 +149,9 @@ struct Avx2Tile {
     // masked out, and zero past the chunk's end): online-softmax update of its o, m, l.
     static void attend_row(const float* q, const float* keys, const float* values, int64_t count, float* o,
                            float& m, float& l) {
-        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-        const __m256 valid_lo = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(int(count)), lane));
-        const __m256 valid_hi =
-            _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(int(count) - 8), lane));
-        const __m256 minus_inf = _mm256_set1_ps(-INFINITY);
-        const __m256 s_lo = _mm256_blendv_ps(minus_inf, scores8(q, keys), valid_lo);
-        const __m256 s_hi = _mm256_blendv_ps(minus_inf, scores8(q, keys + 8 * D), valid_hi);
-        const float m_new = max_f32(m, horizontal_max(_mm256_max_ps(s_lo, s_hi)));
-        const __m256 shift = _mm256_set1_ps(m_new);
-        const __m256 p_lo = _mm256_and_ps(exp_avx2(_mm256_sub_ps(s_lo, shift)), valid_lo);
-        const __m256 p_hi = _mm256_and_ps(exp_avx2(_mm256_sub_ps(s_hi, shift)), valid_hi);
-        const float correction = softmax_correction(m, m_new);
-        l = l * correction + horizontal_sum(_mm256_add_ps(p_lo, p_hi));
-        m = m_new;
+        __m256 p_lo, p_hi;
+        const float correction =
+            online_softmax16(scores8(q, keys), scores8(q, keys + 8 * D), count, m, l, p_lo, p_hi);
         alignas(32) float probs[kKeyChunk];
         _mm256_store_ps(probs, p_lo);
         _mm256_store_ps(probs + 8, p_hi);
@@ -292,14 +258,20 @@ bool attention_avx2_supports(int64_t head_dim) {
 }
 
 int64_t attention_avx2_scratch_floats(int64_t head_dim, int64_t num_rows) {
-    int64_t floats = attention_scratch_floats(head_dim);
+    const int64_t rows = max_i64(num_rows, kTileRows);
+    int64_t floats = max_i64(attention_scratch_floats(head_dim),
+                             attention_decode_bf16_avx2_scratch_floats(head_dim, rows));
     dispatch_tile_head_dim(head_dim, [&](auto d) {
-        floats = max_i64(floats, Avx2Tile<decltype(d)::value>::scratch_floats(max_i64(num_rows, kTileRows)));
+        floats = max_i64(floats, Avx2Tile<decltype(d)::value>::scratch_floats(rows));
     });
     return floats;
 }
 
 void attention_tile_avx2(const AttentionArgs& args, const AttentionTile& tile, float* scratch) {
+    const bool decode =
+        tile.num_tokens == 1 && args.cu_seqlens_q[tile.seq + 1] - args.cu_seqlens_q[tile.seq] == 1;
+    if (decode && args.cache.dtype == DType::BF16 && attention_decode_tile_bf16_avx2(args, tile, scratch))
+        return;
     const bool fixed_dim = dispatch_tile_head_dim(
         args.cache.head_dim, [&](auto d) { Avx2Tile<decltype(d)::value>::run(args, tile, scratch); });
     if (!fixed_dim) attention_tile(Avx2Ops{args.cache.head_dim}, args, tile, scratch);
