@@ -285,32 +285,15 @@ struct Bf16Tile {
             m[r] = -INFINITY;
             l[r] = 0.0f;
         }
-        const int32_t* blocks = a.block_tables + w.seq * a.max_blocks_per_seq;
         const int64_t stride = cache.num_kv_heads * D;
         const auto* k_cache = static_cast<const uint16_t*>(cache.k);
         const auto* v_cache = static_cast<const uint16_t*>(cache.v);
-        for (int64_t key0 = w.key_begin; key0 < num_keys;) {
-            const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
-            const KeyChunk next = next_key_chunk(cache, blocks, key0, count, num_keys);
-            // Heads in address order: a token's KV heads are adjacent in the cache.
-            for (int64_t h = 0; h < w.kv_head_count; ++h) {
-                prefetch_next_chunk_part(cache, next, w.kv_head, w.kv_head_count, h, w.kv_head_count,
-                                         a.kv_prefetch_l2);
-                const int64_t first = (slot * cache.num_kv_heads + w.kv_head + h) * D;
-                for (int64_t r = h * group; r < (h + 1) * group;) {
-                    if ((h + 1) * group - r >= 2) {
-                        attend_rows<2>(q + r * D, k_cache + first, v_cache + first, stride, count, o + r * D,
-                                       m + r, l + r);
-                        r += 2;
-                    } else {
-                        attend_rows<1>(q + r * D, k_cache + first, v_cache + first, stride, count, o + r * D,
-                                       m + r, l + r);
-                        r += 1;
-                    }
-                }
-            }
-            key0 += count;
-        }
+        walk_decode_chunks(
+            a, w, num_keys, true, [](int64_t, int64_t, int64_t) {},
+            [&](int64_t r, auto rows, int64_t first, int64_t count) {
+                attend_rows<decltype(rows)::value>(q + r * D, k_cache + first, v_cache + first, stride, count,
+                                                   o + r * D, m + r, l + r);
+            });
         if (w.partial) {  // split-K: the unnormalised state, merged by attention.cpp
             for (int64_t r = 0; r < num_rows; ++r) {
                 store_bf16_pv_row(o + r * D, D, 1.0f, w.partial + r * D);
@@ -399,37 +382,22 @@ struct ScaledTile {
         float* l = m + num_rows;
         const int64_t first_head = w.kv_head * group;
         init_f32_rows<D>(a, token, first_head, num_rows, num_rows, q, o, m, l);
-        const int32_t* blocks = a.block_tables + w.seq * a.max_blocks_per_seq;
         const int64_t stride = cache.num_kv_heads * D;
         const auto* k_cache = static_cast<const uint8_t*>(cache.k);
         const auto* v_cache = static_cast<const uint8_t*>(cache.v);
         alignas(64) float k_scales[16], v_scales[16];
-        for (int64_t key0 = w.key_begin; key0 < num_keys;) {
-            const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
-            const KeyChunk next = next_key_chunk(cache, blocks, key0, count, num_keys);
-            for (int64_t h = 0; h < w.kv_head_count; ++h) {
-                prefetch_next_chunk_part(cache, next, w.kv_head, w.kv_head_count, h, w.kv_head_count,
-                                         a.kv_prefetch_l2);
-                const int64_t head = w.kv_head + h;
+        walk_decode_chunks(
+            a, w, num_keys, D <= 128,
+            [&](int64_t slot, int64_t count, int64_t head) {
                 for (int64_t j = 0; j < count; ++j) {
                     k_scales[j] = cache.k_scale[(slot + j) * cache.num_kv_heads + head] * byte_unit;
                     v_scales[j] = cache.v_scale[(slot + j) * cache.num_kv_heads + head] * byte_unit;
                 }
-                const int64_t first = (slot * cache.num_kv_heads + head) * D;
-                for (int64_t r = h * group; r < (h + 1) * group;) {
-                    if ((h + 1) * group - r >= 2 && D <= 128) {
-                        attend_rows<2>(q + r * D, k_cache + first, v_cache + first, stride, count, fp8,
-                                       k_scales, v_scales, o + r * D, m + r, l + r);
-                        r += 2;
-                    } else {
-                        attend_rows<1>(q + r * D, k_cache + first, v_cache + first, stride, count, fp8,
-                                       k_scales, v_scales, o + r * D, m + r, l + r);
-                        r += 1;
-                    }
-                }
-            }
-            key0 += count;
-        }
+            },
+            [&](int64_t r, auto rows, int64_t first, int64_t count) {
+                attend_rows<decltype(rows)::value>(q + r * D, k_cache + first, v_cache + first, stride, count,
+                                                   fp8, k_scales, v_scales, o + r * D, m + r, l + r);
+            });
         finish_f32_rows<D>(a, w, token, first_head, num_rows, num_rows, o, m, l);
     }
 };

@@ -145,30 +145,15 @@ struct Bf16DecodeAvx2 {
         const int64_t first_head = w.kv_head * group;
         init_f32_rows<D>(a, token, first_head, num_rows, num_rows, q, o, m, l);
         reorder_rows(q, num_rows, true, row_copy);
-        const int32_t* blocks = a.block_tables + w.seq * a.max_blocks_per_seq;
         const int64_t stride = cache.num_kv_heads * D;
         const auto* k_cache = static_cast<const uint16_t*>(cache.k);
         const auto* v_cache = static_cast<const uint16_t*>(cache.v);
-        for (int64_t key0 = w.key_begin; key0 < num_keys;) {
-            const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
-            const KeyChunk next = next_key_chunk(cache, blocks, key0, count, num_keys);
-            for (int64_t h = 0; h < heads; ++h) {
-                prefetch_next_chunk_part(cache, next, w.kv_head, heads, h, heads, a.kv_prefetch_l2);
-                const int64_t first = (slot * cache.num_kv_heads + w.kv_head + h) * D;
-                for (int64_t r = h * group; r < (h + 1) * group;) {
-                    if ((h + 1) * group - r >= 2) {
-                        attend_rows<2>(q + r * D, k_cache + first, v_cache + first, stride, count, o + r * D,
-                                       m + r, l + r);
-                        r += 2;
-                    } else {
-                        attend_rows<1>(q + r * D, k_cache + first, v_cache + first, stride, count, o + r * D,
-                                       m + r, l + r);
-                        r += 1;
-                    }
-                }
-            }
-            key0 += count;
-        }
+        walk_decode_chunks(
+            a, w, num_keys, true, [](int64_t, int64_t, int64_t) {},
+            [&](int64_t r, auto rows, int64_t first, int64_t count) {
+                attend_rows<decltype(rows)::value>(q + r * D, k_cache + first, v_cache + first, stride, count,
+                                                   o + r * D, m + r, l + r);
+            });
         reorder_rows(o, num_rows, false, row_copy);
         finish_f32_rows<D>(a, w, token, first_head, num_rows, num_rows, o, m, l);
     }

@@ -5,6 +5,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/cpu_features.h"
 #include "kernels/attention.h"
@@ -120,6 +121,41 @@ inline void prefetch_next_chunk_part(const KvCacheLayer& cache, KeyChunk next, i
             prefetch_kv_line(chunk + token * token_bytes + 64 * line, into_l2);
             if (++line == token_lines) line = 0, ++token;
         }
+    }
+}
+
+// The walk of the decode tiles that read the cache where it is: each key chunk of the item, each
+// of its KV heads in address order (the next chunk's share prefetched at each head), then that
+// head's query rows, two at a time where two remain (and `pairs`). head_chunk(slot, count, head)
+// runs once per chunk and KV head before its rows; attend(r, rows, first, count) attends rows
+// [r, r + rows) to the chunk's `count` keys (rows a std::integral_constant of 1 or 2), `first`
+// the element offset of the head's row in the chunk's first slot.
+template <typename HeadChunk, typename Attend>
+inline void walk_decode_chunks(const AttentionArgs& a, const AttentionTile& w, int64_t num_keys, bool pairs,
+                               HeadChunk&& head_chunk, Attend&& attend) {
+    const KvCacheLayer& cache = a.cache;
+    const int64_t group = a.num_heads / cache.num_kv_heads;
+    const int32_t* blocks = a.block_tables + w.seq * a.max_blocks_per_seq;
+    for (int64_t key0 = w.key_begin; key0 < num_keys;) {
+        const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
+        const KeyChunk next = next_key_chunk(cache, blocks, key0, count, num_keys);
+        for (int64_t h = 0; h < w.kv_head_count; ++h) {
+            prefetch_next_chunk_part(cache, next, w.kv_head, w.kv_head_count, h, w.kv_head_count,
+                                     a.kv_prefetch_l2);
+            const int64_t head = w.kv_head + h;
+            head_chunk(slot, count, head);
+            const int64_t first = (slot * cache.num_kv_heads + head) * cache.head_dim;
+            for (int64_t r = h * group; r < (h + 1) * group;) {
+                if (pairs && (h + 1) * group - r >= 2) {
+                    attend(r, std::integral_constant<int, 2>{}, first, count);
+                    r += 2;
+                } else {
+                    attend(r, std::integral_constant<int, 1>{}, first, count);
+                    r += 1;
+                }
+            }
+        }
+        key0 += count;
     }
 }
 
