@@ -293,7 +293,8 @@ int run_tensor_parallel_comparison(const BenchContext& bench, const std::string&
     return 0;
 }
 
-// Prints the machine's limits and the model's cost per token, then measures them into bench.
+// Measures the machine's limits into bench, then prints them and the model's cost per token
+// (and writes both into json).
 void measure_limits(BenchContext& bench, DType gemm_storage, nlohmann::json& json) {
     log_info("measuring this machine's limits ({} threads, {} kernels)", num_threads(),
              isa_name(kernel_isa()));

@@ -231,8 +231,7 @@ void paged_attention_for_isa(Isa isa, const AttentionArgs& args, int64_t num_seq
             tile.key_end = keys * (split + 1) / splits;
             tile.partial = partials + (item * splits + split) * attention_partial_floats(cache.head_dim);
         }
-        const bool decode =
-            tile.num_tokens == 1 && a.cu_seqlens_q[tile.seq + 1] - a.cu_seqlens_q[tile.seq] == 1;
+        const bool decode = is_decode_tile(a, tile);
         if (amx && !decode) {
             attention_prefill_tile_amx(a, tile, scratch);
         } else if (avx512) {

@@ -268,8 +268,7 @@ int64_t attention_avx2_scratch_floats(int64_t head_dim, int64_t num_rows) {
 }
 
 void attention_tile_avx2(const AttentionArgs& args, const AttentionTile& tile, float* scratch) {
-    const bool decode =
-        tile.num_tokens == 1 && args.cu_seqlens_q[tile.seq + 1] - args.cu_seqlens_q[tile.seq] == 1;
+    const bool decode = is_decode_tile(args, tile);
     if (decode && args.cache.dtype == DType::BF16 && attention_decode_tile_bf16_avx2(args, tile, scratch))
         return;
     const bool fixed_dim = dispatch_tile_head_dim(

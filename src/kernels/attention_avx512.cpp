@@ -429,8 +429,7 @@ int64_t attention_decode_scratch_floats(int64_t head_dim, int64_t num_rows, int6
 
 void attention_tile_avx512(const AttentionArgs& args, const AttentionTile& tile, float* scratch) {
     const bool bf16_dot = args.cache.dtype == DType::BF16 && args.bf16_dot;
-    const bool decode =
-        tile.num_tokens == 1 && args.cu_seqlens_q[tile.seq + 1] - args.cu_seqlens_q[tile.seq] == 1;
+    const bool decode = is_decode_tile(args, tile);
     dispatch_head_dim(args.cache.head_dim, [&](auto ops) {
         constexpr int64_t D = decltype(ops)::kVecs * 16;
         if (args.int8_dot && args.cache.dtype == DType::I8 && decode)

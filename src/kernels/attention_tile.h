@@ -57,6 +57,11 @@ struct AttentionTile {
     int64_t kv_head_count = 1;
 };
 
+// A decode tile: the one new token of a sequence that has only that token in the batch.
+inline bool is_decode_tile(const AttentionArgs& a, const AttentionTile& tile) {
+    return tile.num_tokens == 1 && a.cu_seqlens_q[tile.seq + 1] - a.cu_seqlens_q[tile.seq] == 1;
+}
+
 // The keys a tile reads together from key0 on: at most kKeyChunk, inside one cache block, before
 // num_keys; `slot` is the first one's cache slot (blocks: the sequence's block table).
 struct KeyChunk {
