@@ -437,7 +437,9 @@ void attention_tile_avx512(const AttentionArgs& args, const AttentionTile& tile,
         if (kv_dtype_is_scaled(args.cache.dtype) && decode) return ScaledTile<D>::run(args, tile, scratch);
         if constexpr (D % 32 == 0) {
             if (bf16_dot && decode) return Bf16Tile<D>::run(args, tile, scratch);
-            if (bf16_dot) return attention_prefill_tile_bf16(args, tile, scratch);
+            // Prefill on a BF16, int8 or fp8 cache with AVX512_BF16: the GEMM-shaped tile.
+            if (args.bf16_dot && !decode && (bf16_dot || kv_dtype_is_scaled(args.cache.dtype)))
+                return attention_prefill_tile_bf16(args, tile, scratch);
         }
         if (decode) return DecodeTile<D>::run(args, tile, scratch);
         attention_tile(ops, args, tile, scratch);
