@@ -193,7 +193,8 @@ struct PrefillTile {
                 int64_t visible[kRowBlock];
                 for (int i = 0; i < rows; ++i)
                     visible[i] = min_i64(count, first_pos + (r + i) / group - key0 + 1);
-                dispatch_constant<1, 2, 3, 4, 5, 6, 7, 8>(rows, [&](auto n) {
+                // (count by value: a lambda may not capture a structured binding under clang's OpenMP)
+                dispatch_constant<1, 2, 3, 4, 5, 6, 7, 8>(rows, [&, count = count](auto n) {
                     attend<decltype(n)::value>(t, r, visible, count, keys_t, values_i, key_scale,
                                                value_scale);
                 });
