@@ -1,4 +1,4 @@
-// Internal to the AVX-512 attention tiles (decode F32, decode BF16, prefill BF16): the
+// Internal to the AVX-512 decode attention tiles (F32, BF16): the
 // online-softmax update of one row for a chunk of up to 16 keys, as flash attention keeps it:
 // a running max m, a running sum l, and an unnormalised output that is rescaled when m grows.
 // (Anonymous namespace: included by AVX-512 units only.)
