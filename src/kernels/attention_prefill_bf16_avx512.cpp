@@ -23,8 +23,8 @@
 #include "kernels/dispatch_constant.h"
 #include "kernels/isa_local_math.h"
 #include "kernels/kv_bytes_avx512.h"
+#include "kernels/online_softmax_avx512.h"
 #include "kernels/transpose_avx512.h"
-#include "kernels/vec_exp_avx512.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -102,15 +102,10 @@ struct PrefillTile {
         for (int r = 0; r < R; ++r) {
             const int64_t row = r0 + r;
             const __mmask16 seen = __mmask16((1u << visible[r]) - 1);
-            // online_softmax_update with l kept per lane, summed once at the end: no horizontal
-            // sum per row and chunk (kernel_bench, 2048-token prefill: 33.0-34.7 against
-            // 35.6-36.9 ms per layer, 6 alternating rounds).
-            const __m512 masked = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), seen, s[r]);
-            const float m_new = max_f32(t.m[row], _mm512_reduce_max_ps(masked));
-            const __m512 prob =
-                _mm512_maskz_mov_ps(seen, exp_avx512(_mm512_sub_ps(masked, _mm512_set1_ps(m_new))));
-            correction[r] = softmax_correction(t.m[row], m_new);
-            t.m[row] = m_new;
+            // l kept per lane, summed once at the end: no horizontal sum per row and chunk
+            // (kernel_bench, 2048-token prefill: 33.0-34.7 against 35.6-36.9 ms per layer, 6
+            // alternating rounds).
+            const __m512 prob = online_softmax_weights(s[r], seen, t.m[row], correction[r]);
             float* l = t.l + row * 16;
             _mm512_storeu_ps(l, _mm512_fmadd_ps(_mm512_loadu_ps(l), _mm512_set1_ps(correction[r]), prob));
             __m256bh packed = _mm512_cvtneps_pbh(_mm512_mul_ps(prob, value_scale));
