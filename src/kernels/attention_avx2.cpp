@@ -1,6 +1,7 @@
-// AVX2 attention, any cache dtype (F32, BF16, I8 and F8E4M3 rows widened to F32): a tile with
-// head_dim fixed at compile time for the usual head sizes (Avx2Tile, below), and the generic
-// tile (attention_tile_driver.h) with these vector ops for any other head_dim.
+// AVX2 attention, any cache dtype (F32, BF16, I8 and F8E4M3 rows widened to F32): for the usual
+// head sizes (head_dim fixed at compile time) a decode tile (Avx2Tile, below; BF16 caches:
+// attention_decode_bf16_avx2.cpp) and a prefill tile (attention_prefill_avx2.cpp), and the
+// generic tile (attention_tile_driver.h) with these vector ops for any other head_dim.
 #include <immintrin.h>
 
 #include <cstring>
@@ -10,6 +11,7 @@
 #include "kernels/attention_tile_driver.h"
 #include "kernels/dispatch_constant.h"
 #include "kernels/isa_local_math.h"
+#include "kernels/kv_widen_avx2.h"
 #include "kernels/vec_exp_avx2.h"
 
 namespace lmrun::kernels {
@@ -20,42 +22,9 @@ struct Avx2Ops {
 
     int64_t head_dim() const { return dim; }
 
-    // One cache row (head_dim elements from element `at` of `base`) as F32: BF16 widened, I8 and
-    // F8E4M3 multiplied by the row's scale.
+    // One cache row (head_dim elements from element `at` of `base`) as F32 (kv_widen_avx2.h).
     void widen(const void* base, DType dtype, int64_t at, float scale, float* dst) const {
-        // The vector part ends at a multiple of 8 fixed up front, so that with a constant dim (the
-        // decode tile's) the tail loop folds away (GCC warns on the d += 8 form there).
-        const int64_t vector_end = dim / 8 * 8;
-        int64_t d = 0;
-        if (dtype == DType::BF16) {
-            const uint16_t* src = static_cast<const uint16_t*>(base) + at;
-            for (; d < vector_end; d += 8) {
-                __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + d));
-                __m256i w = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
-                _mm256_storeu_ps(dst + d, _mm256_castsi256_ps(w));
-            }
-            for (; d < dim; ++d) dst[d] = bf16_to_f32(src[d]);
-            return;
-        }
-        const uint8_t* src = static_cast<const uint8_t*>(base) + at;
-        if (dtype == DType::I8) {
-            const __m256 s = _mm256_set1_ps(scale);
-            for (; d < vector_end; d += 8) {
-                __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + d));
-                _mm256_storeu_ps(dst + d, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), s));
-            }
-        } else {
-            // e4m3 → f16 bits: the byte in a word's high half, shifted right by one with the sign
-            // kept (srai) and bit 14 cleared, is the f16 of value / 256 (subnormals included).
-            const __m256 s = _mm256_set1_ps(scale * 256.0f);
-            for (; d < vector_end; d += 8) {
-                __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + d));
-                __m128i words = _mm_unpacklo_epi8(_mm_setzero_si128(), bytes);
-                __m128i half = _mm_and_si128(_mm_srai_epi16(words, 1), _mm_set1_epi16(int16_t(0xbfff)));
-                _mm256_storeu_ps(dst + d, _mm256_mul_ps(_mm256_cvtph_ps(half), s));
-            }
-        }
-        for (; d < dim; ++d) dst[d] = kv_byte_value(dtype, src[d]) * scale;
+        widen_kv_row_avx2(base, dtype, at, scale, dim, dst);
     }
 
     void copy_scaled(const float* src, float factor, float* dst) const {
@@ -119,7 +88,8 @@ struct Avx2Ops {
     }
 };
 
-// The tile for the usual head sizes, decode and prefill. Per chunk of 16 keys and per KV head,
+// The decode tile for the usual head sizes on F32, int8 and fp8 caches (a BF16 cache has its own:
+// attention_decode_bf16_avx2.cpp; prefill: attention_prefill_avx2.cpp). Per chunk of 16 keys and per KV head,
 // the keys and values are widened to F32 once (16 KiB, in L1) and used by every query row of
 // that head; a row's 16 scores come from 16 unreduced dot products folded by reduce8, its
 // softmax runs on two 8-lane vectors, and its o is updated 64 floats at a time in registers.
@@ -198,20 +168,15 @@ struct Avx2Tile {
         return 2 * kKeyChunk * D + 2 * num_rows * D + 2 * num_rows;
     }
 
-    // Rows are the query heads of KV heads [w.kv_head, +w.kv_head_count) (several only in
-    // decode) for each of the tile's tokens, token-major; each row sees the keys up to its
-    // token's position.
+    // A decode tile: rows are the query heads of KV heads [w.kv_head, +w.kv_head_count) for its
+    // one token, which sees every key of the item's range.
     static void run(const AttentionArgs& a, const AttentionTile& w, float* scratch) {
         const KvCacheLayer& cache = a.cache;
         const int64_t group = a.num_heads / cache.num_kv_heads;
         const int64_t heads = w.kv_head_count;
-        const int64_t rows_per_token = group * heads;
-        const int64_t num_rows = rows_per_token * w.num_tokens;
-        const int64_t q_begin = a.cu_seqlens_q[w.seq];
-        const int64_t q_len = a.cu_seqlens_q[w.seq + 1] - q_begin;
-        const int64_t first_token = q_begin + w.token_begin;
-        const int64_t first_pos = a.context_lens[w.seq] - q_len + w.token_begin;  // of the first token
-        const int64_t num_keys = min_i64(first_pos + w.num_tokens, w.key_end);
+        const int64_t num_rows = group * heads;
+        const int64_t token = a.cu_seqlens_q[w.seq];
+        const int64_t num_keys = min_i64(a.context_lens[w.seq], w.key_end);
         float* k_chunk = scratch;                  // [16][D]
         float* v_chunk = k_chunk + kKeyChunk * D;  // [16][D]
         float* q = v_chunk + kKeyChunk * D;        // [num_rows][D], scaled
@@ -219,7 +184,7 @@ struct Avx2Tile {
         float* m = o + num_rows * D;
         float* l = m + num_rows;
         const int64_t first_head = w.kv_head * group;
-        init_f32_rows<D>(a, first_token, first_head, rows_per_token, num_rows, q, o, m, l);
+        init_f32_rows<D>(a, token, first_head, num_rows, num_rows, q, o, m, l);
         const int32_t* blocks = a.block_tables + w.seq * a.max_blocks_per_seq;
         for (int64_t key0 = w.key_begin; key0 < num_keys;) {
             const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
@@ -231,18 +196,12 @@ struct Avx2Tile {
                             a.kv_prefetch_l2, k_chunk);
                 widen_chunk(cache, cache.v, cache.v_scale, slot, w.kv_head + h, count, next_slot,
                             a.kv_prefetch_l2, v_chunk);
-                for (int64_t t = 0; t < w.num_tokens; ++t) {
-                    // Causal mask: the visible keys of this chunk are a prefix of it.
-                    const int64_t visible = min_i64(count, first_pos + t - key0 + 1);
-                    if (visible <= 0) continue;
-                    for (int64_t r = t * rows_per_token + h * group; r < t * rows_per_token + (h + 1) * group;
-                         ++r)
-                        attend_row(q + r * D, k_chunk, v_chunk, visible, o + r * D, m[r], l[r]);
-                }
+                for (int64_t r = h * group; r < (h + 1) * group; ++r)
+                    attend_row(q + r * D, k_chunk, v_chunk, count, o + r * D, m[r], l[r]);
             }
             key0 += count;
         }
-        finish_f32_rows<D>(a, w, first_token, first_head, rows_per_token, num_rows, o, m, l);
+        finish_f32_rows<D>(a, w, token, first_head, num_rows, num_rows, o, m, l);
     }
 };
 
@@ -261,6 +220,7 @@ int64_t attention_avx2_scratch_floats(int64_t head_dim, int64_t num_rows) {
     const int64_t rows = max_i64(num_rows, kTileRows);
     int64_t floats = max_i64(attention_scratch_floats(head_dim),
                              attention_decode_bf16_avx2_scratch_floats(head_dim, rows));
+    floats = max_i64(floats, attention_prefill_avx2_scratch_floats(head_dim));
     dispatch_tile_head_dim(head_dim, [&](auto d) {
         floats = max_i64(floats, Avx2Tile<decltype(d)::value>::scratch_floats(rows));
     });
@@ -271,9 +231,12 @@ void attention_tile_avx2(const AttentionArgs& args, const AttentionTile& tile, f
     const bool decode = is_decode_tile(args, tile);
     if (decode && args.cache.dtype == DType::BF16 && attention_decode_tile_bf16_avx2(args, tile, scratch))
         return;
-    const bool fixed_dim = dispatch_tile_head_dim(
-        args.cache.head_dim, [&](auto d) { Avx2Tile<decltype(d)::value>::run(args, tile, scratch); });
-    if (!fixed_dim) attention_tile(Avx2Ops{args.cache.head_dim}, args, tile, scratch);
+    if (decode
+            ? dispatch_tile_head_dim(args.cache.head_dim,
+                                     [&](auto d) { Avx2Tile<decltype(d)::value>::run(args, tile, scratch); })
+            : attention_prefill_tile_avx2(args, tile, scratch))
+        return;
+    attention_tile(Avx2Ops{args.cache.head_dim}, args, tile, scratch);  // any other head_dim
 }
 
 }  // namespace lmrun::kernels

@@ -234,6 +234,11 @@ int64_t attention_avx2_scratch_floats(int64_t head_dim, int64_t num_rows);
 // nothing done); its scratch floats for num_rows rows (0 for other head sizes).
 bool attention_decode_tile_bf16_avx2(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
 int64_t attention_decode_bf16_avx2_scratch_floats(int64_t head_dim, int64_t num_rows);
+// The AVX2 prefill tile (one KV head, up to kTileRows rows, any cache dtype), for head_dim 16,
+// 32, 64, 128 or 256 (false: another head_dim or tile, nothing done); its scratch floats (0 for
+// other head sizes).
+bool attention_prefill_tile_avx2(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
+int64_t attention_prefill_avx2_scratch_floats(int64_t head_dim);
 // head_dim is specialised at compile time for AVX-512 (16, 32, 64, 128, 256); others use AVX2.
 bool attention_avx512_supports(int64_t head_dim);
 void attention_tile_avx512(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
