@@ -133,17 +133,17 @@ void run_attention(const Batch& b, Isa isa, bool reference, std::vector<float>& 
 // F32 math matches the double reference to 2e-5. The AVX512_BF16 decode path on a BF16 cache
 // rounds q and the softmax weights to BF16 (as GPU flash attention does): each output within
 // 2e-2 (|v| <= 1, |q| <= 2, d <= 128) and the mean error under 2e-3, so a wrong key, scale or
-// lane order still fails. The AVX512_VNNI decode tile on an I8 cache rounds q and the softmax
-// weights to 16-bit integers (relative steps of 2^-15): measured within 1.7e-5 of the reference,
-// 1.6e-6 on average; held to 1e-4 and 1e-5. The AMX and AVX512_BF16 prefill tiles round q and
-// the weights to BF16 on int8 and fp8 caches too (their bytes enter the tiles exactly), so a
-// batch with prefill rows (has_prefill) is held to the BF16 bounds there.
+// lane order still fails. The integer decode tiles on an I8 cache (AVX512_VNNI, and AVX2's
+// vpmaddwd one) round q and the softmax weights to 16-bit integers (relative steps of 2^-15):
+// measured within 1.7e-5 of the reference, 1.6e-6 on average; held to 1e-4 and 1e-5. The AMX and AVX512_BF16
+// prefill tiles round q and the weights to BF16 on int8 and fp8 caches too (their bytes enter the tiles
+// exactly), so a batch with prefill rows (has_prefill) is held to the BF16 bounds there.
 void expect_matches(const std::vector<float>& got, const std::vector<float>& want, Isa isa, DType cache_dtype,
                     bool has_prefill, const std::string& what) {
     const bool scaled_prefill = kv_dtype_is_scaled(cache_dtype) && has_prefill;
     const bool rounded = (isa >= Isa::Avx512Bf16 && (cache_dtype == DType::BF16 || scaled_prefill)) ||
                          (isa >= Isa::AmxBf16 && kv_dtype_is_scaled(cache_dtype));
-    const bool quantized = isa >= Isa::Avx512Vnni && cache_dtype == DType::I8;
+    const bool quantized = (isa == Isa::Avx2 || isa >= Isa::Avx512Vnni) && cache_dtype == DType::I8;
     const double max_error = rounded ? 2e-2 : quantized ? 1e-4 : 2e-5;
     const double mean_error = rounded ? 2e-3 : quantized ? 1e-5 : 2e-5;
     double total_error = 0;
@@ -272,16 +272,18 @@ TEST(PagedAttention, ScaledCachesTrackAnF32Cache) {
     }
 }
 
-// The int8 decode tile with VNNI dot products (attention_decode_int8_avx512.cpp) against the
-// scalar reference on the rows that stress its two roundings (q to int16 per row, p · v_scale to
-// int16 per row and chunk) and its edges: all-zero key and value rows (scale 0), a key row and a
-// value row with one outlier (its other elements round to 0 in the cache; a value outlier sets
-// the chunk's weight step), a query row with one outlier (every other element of it rounds
-// coarsely), every head_dim it is built for, GQA groups of 1, 2 (its row pairs) and 3 (a pair
-// and a single row), blocks of 16 and 20 (chunks of 16 then 4), contexts ending inside, on and
-// past chunks, and one long context split over threads (split-K).
-TEST(PagedAttention, Int8VnniDecodeTileOnExtremeRows) {
-    if (kernel_isa() < Isa::Avx512Vnni) GTEST_SKIP() << "needs AVX512_VNNI";
+// The int8 decode tiles with integer dot products (AVX2's vpmaddwd, attention_decode_int8_avx2.cpp,
+// and AVX512_VNNI's, attention_decode_int8_avx512.cpp) against the scalar reference on the rows that stress
+// its two roundings (q to int16 per row, p · v_scale to int16 per row and chunk) and its edges: all-zero key
+// and value rows (scale 0), a key row and a value row with one outlier (its other elements round to 0 in the
+// cache; a value outlier sets the chunk's weight step), a query row with one outlier (every other element of
+// it rounds coarsely), every head_dim it is built for, GQA groups of 1, 2 (its row pairs) and 3 (a pair and a
+// single row), blocks of 16 and 20 (chunks of 16 then 4), contexts ending inside, on and past chunks, and one
+// long context split over threads (split-K). (The AVX2 tile takes head_dim 32 and up; at 16 the widening tile
+// runs, exact but still checked.)
+TEST(PagedAttention, Int8DecodeTilesOnExtremeRows) {
+    std::vector<Isa> isas = {Isa::Avx2};
+    if (kernel_isa() >= Isa::Avx512Vnni) isas.push_back(Isa::Avx512Vnni);
     struct Case {
         int64_t head_dim, block_size, num_heads, num_kv_heads;
         std::vector<SeqShape> seqs;
@@ -305,45 +307,49 @@ TEST(PagedAttention, Int8VnniDecodeTileOnExtremeRows) {
         for (int64_t t = 0; t < b.num_tokens; t += 2) b.q[t * b.q_stride + 7] *= 30.0f;  // head 0
         std::vector<float> want, got;
         run_attention(b, Isa::Avx2, true, want);
-        run_attention(b, Isa::Avx512Vnni, false, got);
-        double max_error = 0, total = 0, max_ref = 0;
-        for (size_t i = 0; i < want.size(); ++i) {
-            ASSERT_TRUE(std::isfinite(got[i])) << i;
-            max_error = std::max(max_error, std::fabs(double(got[i]) - want[i]));
-            total += std::fabs(double(got[i]) - want[i]);
-            max_ref = std::max(max_ref, std::fabs(double(want[i])));
+        for (Isa isa : isas) {
+            run_attention(b, isa, false, got);
+            double max_error = 0, total = 0, max_ref = 0;
+            for (size_t i = 0; i < want.size(); ++i) {
+                ASSERT_TRUE(std::isfinite(got[i])) << i;
+                max_error = std::max(max_error, std::fabs(double(got[i]) - want[i]));
+                total += std::fabs(double(got[i]) - want[i]);
+                max_ref = std::max(max_ref, std::fabs(double(want[i])));
+            }
+            // Measured (VNNI): at most 0.021 where outputs reach 19.5 (the query and key outliers
+            // meet), else under 6e-3; means under 4e-5. With 8-bit q and p this test saw errors of 6.4.
+            const std::string what = std::string(isa_name(isa)) + " d" + std::to_string(d) + " block " +
+                                     std::to_string(c.block_size) + " heads " + std::to_string(c.num_heads) +
+                                     "/" + std::to_string(c.num_kv_heads);
+            EXPECT_LT(max_error, 2e-3 * std::max(1.0, max_ref)) << what;
+            EXPECT_LT(total / double(want.size()), 1e-4) << what;
         }
-        // Measured: at most 0.021 where outputs reach 19.5 (the query and key outliers meet),
-        // else under 6e-3; means under 4e-5. With 8-bit q and p this test saw errors of 6.4.
-        const std::string what = "d" + std::to_string(d) + " block " + std::to_string(c.block_size) +
-                                 " heads " + std::to_string(c.num_heads) + "/" +
-                                 std::to_string(c.num_kv_heads);
-        EXPECT_LT(max_error, 2e-3 * std::max(1.0, max_ref)) << what;
-        EXPECT_LT(total / double(want.size()), 1e-4) << what;
     }
 }
 
-// What the VNNI tile's own roundings of q and p add to an int8 cache's error, on decode batches
-// of ordinary rows: its distance to an F32 cache of the same keys and values (the exact answer),
-// against the widening tile's (AVX-512 level: the cache's rounding alone).
-TEST(PagedAttention, Int8VnniDecodeTileAddsLittleToTheCacheRounding) {
-    if (kernel_isa() < Isa::Avx512Vnni) GTEST_SKIP() << "needs AVX512_VNNI";
+// What the integer decode tiles' own roundings of q and p add to an int8 cache's error, on
+// decode batches of ordinary rows: their distance to an F32 cache of the same keys and values
+// (the exact answer), against the reference's on the int8 cache (the cache's rounding alone).
+TEST(PagedAttention, Int8DecodeTilesAddLittleToTheCacheRounding) {
+    std::vector<Isa> isas = {Isa::Avx2};
+    if (kernel_isa() >= Isa::Avx512Vnni) isas.push_back(Isa::Avx512Vnni);
     const std::vector<SeqShape> seqs = {{1, 300}, {1, 47}, {1, 1000}, {1, 129}};
     for (int64_t head_dim : {128, 64, 32}) {
         Batch exact = make_batch({head_dim, 16, 16, 8, DType::F32, seqs}, 5);
         Batch quantized = make_batch({head_dim, 16, 16, 8, DType::I8, seqs}, 5);  // same values
-        std::vector<float> want, widened, vnni;
-        run_attention(exact, Isa::Avx512, false, want);
-        run_attention(quantized, Isa::Avx512, false, widened);
-        run_attention(quantized, Isa::Avx512Vnni, false, vnni);
-        double widened_error = 0, vnni_error = 0;
-        for (size_t i = 0; i < want.size(); ++i) {
-            widened_error += std::fabs(double(widened[i]) - want[i]);
-            vnni_error += std::fabs(double(vnni[i]) - want[i]);
-        }
-        // Measured: the same mean error to 3 digits (8-bit q and p added 26-29%).
-        EXPECT_LT(vnni_error, 1.02 * widened_error) << "head_dim " << head_dim;
+        std::vector<float> want, widened, tile;
+        run_attention(exact, Isa::Avx2, true, want);
+        run_attention(quantized, Isa::Avx2, true, widened);
+        double widened_error = 0;
+        for (size_t i = 0; i < want.size(); ++i) widened_error += std::fabs(double(widened[i]) - want[i]);
         EXPECT_GT(widened_error, 0.0);  // the int8 cache does round
+        for (Isa isa : isas) {
+            run_attention(quantized, isa, false, tile);
+            double tile_error = 0;
+            for (size_t i = 0; i < want.size(); ++i) tile_error += std::fabs(double(tile[i]) - want[i]);
+            // Measured (VNNI): the same mean error to 3 digits (8-bit q and p added 26-29%).
+            EXPECT_LT(tile_error, 1.02 * widened_error) << isa_name(isa) << " head_dim " << head_dim;
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 // AVX2 attention, any cache dtype (F32, BF16, I8 and F8E4M3 rows widened to F32): for the usual
 // head sizes (head_dim fixed at compile time) a decode tile (Avx2Tile, below; BF16 caches:
-// attention_decode_unpacked_avx2.cpp) and a prefill tile (attention_prefill_avx2.cpp), and the
-// generic tile (attention_tile_driver.h) with these vector ops for any other head_dim.
+// attention_decode_bf16_avx2.cpp, int8 ones: attention_decode_int8_avx2.cpp) and a prefill tile
+// (attention_prefill_avx2.cpp), and the generic tile (attention_tile_driver.h) with these vector ops for any
+// other head_dim.
 #include <immintrin.h>
 
 #include <cstring>
@@ -89,14 +90,15 @@ struct Avx2Ops {
 };
 
 // The decode tile for the usual head sizes on F32 and fp8 caches (BF16 and int8 ones have their own:
-// attention_decode_unpacked_avx2.cpp; prefill: attention_prefill_avx2.cpp). Per chunk of 16 keys and per KV
-// head, the keys and values are widened to F32 once (16 KiB, in L1) and used by every query row of that head;
-// a row's 16 scores come from 16 unreduced dot products folded by reduce8, its softmax runs on two 8-lane
-// vectors, and its o is updated 64 floats at a time in registers. Decode items hold a whole sequence's KV
-// heads (attention.cpp), read chunk by chunk. kernel_bench, BF16 cache, d=128, 2 threads, Sapphire Rapids at
-// LMRUN_ISA=avx2, KV read at decode batch 8 (128 / 1024 / 4096 tokens of context): 17.5 / 17.5 / 14.7 GB/s,
-// against 9.4 / 10.0 / 4.7 with the generic tile (per-key widening, dot and horizontal sum, o in memory) and
-// 13.0 / 11.8 / 10.7 with all heads' chunk widened at once (128 KiB, out of L1).
+// attention_decode_bf16_avx2.cpp and attention_decode_int8_avx2.cpp; prefill: attention_prefill_avx2.cpp).
+// Per chunk of 16 keys and per KV head, the keys and values are widened to F32 once (16 KiB, in L1) and used
+// by every query row of that head; a row's 16 scores come from 16 unreduced dot products folded by reduce8,
+// its softmax runs on two 8-lane vectors, and its o is updated 64 floats at a time in registers. Decode items
+// hold a whole sequence's KV heads (attention.cpp), read chunk by chunk. kernel_bench, BF16 cache, d=128, 2
+// threads, Sapphire Rapids at LMRUN_ISA=avx2, KV read at decode batch 8 (128 / 1024 / 4096 tokens of
+// context): 17.5 / 17.5 / 14.7 GB/s, against 9.4 / 10.0 / 4.7 with the generic tile (per-key widening, dot
+// and horizontal sum, o in memory) and 13.0 / 11.8 / 10.7 with all heads' chunk widened at once (128 KiB, out
+// of L1).
 template <int64_t D>
 struct Avx2Tile {
     static constexpr int64_t kVecs = D / 8;
@@ -218,7 +220,8 @@ bool attention_avx2_supports(int64_t head_dim) {
 int64_t attention_avx2_scratch_floats(int64_t head_dim, int64_t num_rows) {
     const int64_t rows = max_i64(num_rows, kTileRows);
     int64_t floats = max_i64(attention_scratch_floats(head_dim),
-                             attention_decode_unpacked_avx2_scratch_floats(head_dim, rows));
+                             attention_decode_bf16_avx2_scratch_floats(head_dim, rows));
+    floats = max_i64(floats, attention_decode_int8_avx2_scratch_floats(head_dim, rows));
     floats = max_i64(floats, attention_prefill_avx2_scratch_floats(head_dim));
     dispatch_tile_head_dim(head_dim, [&](auto d) {
         floats = max_i64(floats, Avx2Tile<decltype(d)::value>::scratch_floats(rows));
@@ -228,7 +231,9 @@ int64_t attention_avx2_scratch_floats(int64_t head_dim, int64_t num_rows) {
 
 void attention_tile_avx2(const AttentionArgs& args, const AttentionTile& tile, float* scratch) {
     const bool decode = is_decode_tile(args, tile);
-    if (decode && attention_decode_tile_unpacked_avx2(args, tile, scratch)) return;  // BF16, I8
+    if (decode && attention_decode_tile_int8_avx2(args, tile, scratch)) return;
+    if (decode && args.cache.dtype == DType::BF16 && attention_decode_tile_bf16_avx2(args, tile, scratch))
+        return;
     if (decode
             ? dispatch_tile_head_dim(args.cache.head_dim,
                                      [&](auto d) { Avx2Tile<decltype(d)::value>::run(args, tile, scratch); })

@@ -1,16 +1,9 @@
-// The AVX2 decode tile on a BF16 or int8 cache (one query token; the GQA group's heads as rows),
-// for CPUs without a BF16 dot product (AMD Zen 3). Keys and values are read as they sit in the cache and
+// The AVX2 decode tile on a BF16 cache (one query token; the GQA group's heads as rows), for CPUs
+// without a BF16 dot product (AMD Zen 3). Keys and values are read as they sit in the cache and
 // unpacked in registers: vpunpck{l,h}wd against zero turns 16 BF16 values into two vectors of
-// F32 (elements 0-3 and 8-11, then 4-7 and 12-15), which the FMAs take directly. 16 int8 values
-// take one more step each way: sign-extended to words first (vpmovsxbw), the same unpack makes
-// each value x 65536 an int32 in the same order, converted exactly (vcvtdq2ps); 2^-16 joins the
-// rows' scales, the key scales multiply the scores and the value scales the softmax weights.
-// The int8 cache had gone through the widening tile (Avx2Tile), whose stores and reloads bound
-// it: at decode batch 8 with 4096 tokens it took as long as a BF16 cache. kernel_bench, Zen 4 at
-// LMRUN_ISA=avx2, 3 alternating rounds: that case 5.56-6.04 -> 4.65-5.25 ms, 1024 tokens
-// 1.46-1.88 -> 1.18-1.29 ms; batch 64 at 128 tokens unchanged. The dot
+// F32 (elements 0-3 and 8-11, then 4-7 and 12-15), which the FMAs take directly. The dot
 // products do not care about that order if q is stored in it, and P·V sums its outputs in it,
-// put back in head order once at the end of the tile (unpacked_position).
+// put back in head order once at the end of the tile (unpacked_order_avx2.h).
 // The tile it replaces for this case (Avx2Tile, attention_avx2.cpp) widened every chunk's K and
 // V rows to F32 in memory first (a load, two ALU ops and a store per 8 values) and then read
 // them back for each row: per key and KV head about twice the instructions of the FMAs alone.
@@ -28,6 +21,7 @@
 #include "kernels/attention_tile_driver.h"
 #include "kernels/dispatch_constant.h"
 #include "kernels/isa_local_math.h"
+#include "kernels/unpacked_order_avx2.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -39,37 +33,19 @@ inline void unpack16(const uint16_t* src, __m256& lo, __m256& hi) {
     hi = _mm256_castsi256_ps(_mm256_unpackhi_epi16(_mm256_setzero_si256(), v));
 }
 
-// 16 int8 values as F32 times 65536 (exact), in the order above.
-inline void unpack16(const int8_t* src, __m256& lo, __m256& hi) {
-    const __m256i words = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
-    lo = _mm256_cvtepi32_ps(_mm256_unpacklo_epi16(_mm256_setzero_si256(), words));
-    hi = _mm256_cvtepi32_ps(_mm256_unpackhi_epi16(_mm256_setzero_si256(), words));
-}
-
-// What an unpacked int8 value is worth per unit of its row scale (unpack16 gives it x 65536).
-inline constexpr float kInt8Unpacked = 1.0f / 65536.0f;
-
-// Where element d of a head_dim vector sits in unpack16's order ([lo | hi] per 16 elements).
-inline int64_t unpacked_position(int64_t d) {
-    const int64_t i = d % 16;
-    return d - i + (i % 8) / 4 * 8 + i / 8 * 4 + i % 4;
-}
-
-// T: uint16_t (BF16 cache) or int8_t (I8 cache, with per-row scales).
-template <int64_t D, typename T>
-struct UnpackedDecodeAvx2 {
-    static constexpr bool kScaled = sizeof(T) == 1;
+template <int64_t D>
+struct Bf16DecodeAvx2 {
     static_assert(D % 32 == 0);
 
     // scores[r][j] = q_r · key_j for R rows and the chunk's 16 keys, 8 dot products at a time
     // (8 / R keys x R rows, unreduced in 8 accumulators, folded by reduce8). Keys at or past
     // `count` score against the chunk's last key instead: in range, and masked by the softmax.
     template <int R>
-    static void score_chunk(const float* q, const T* keys, int64_t stride, int64_t count,
+    static void score_chunk(const float* q, const uint16_t* keys, int64_t stride, int64_t count,
                             float (*scores)[kKeyChunk]) {
         constexpr int kKeys = 8 / R;
         for (int64_t j0 = 0; j0 < kKeyChunk; j0 += kKeys) {
-            const T* key[kKeys];
+            const uint16_t* key[kKeys];
             for (int k = 0; k < kKeys; ++k) key[k] = keys + min_i64(j0 + k, count - 1) * stride;
             __m256 acc[8];  // acc[r * kKeys + k]
             for (__m256& a : acc) a = _mm256_setzero_ps();
@@ -96,32 +72,17 @@ struct UnpackedDecodeAvx2 {
 
     // Rows r < R (q scaled, in unpacked order) against the chunk's first `count` keys: the
     // online-softmax update of their m, l and o (unpacked order), P·V 32 outputs per pass.
-    // k_scales, v_scales (int8): key j's row scales at [j * scale_stride].
     template <int R>
-    static void attend_rows(const float* q, const T* keys, const T* values, int64_t stride, int64_t count,
-                            const float* k_scales, const float* v_scales, int64_t scale_stride, float* o,
-                            float* m, float* l) {
+    static void attend_rows(const float* q, const uint16_t* keys, const uint16_t* values, int64_t stride,
+                            int64_t count, float* o, float* m, float* l) {
         alignas(32) float scores[R][kKeyChunk];
         score_chunk<R>(q, keys, stride, count, scores);
-        alignas(32) float value_units[kKeyChunk];
-        if constexpr (kScaled) {
-            for (int64_t j = 0; j < count; ++j) {
-                const float key_unit = k_scales[j * scale_stride] * kInt8Unpacked;
-                for (int r = 0; r < R; ++r) scores[r][j] *= key_unit;
-                value_units[j] = v_scales[j * scale_stride] * kInt8Unpacked;
-            }
-            for (int64_t j = count; j < kKeyChunk; ++j) value_units[j] = 0.0f;
-        }
         alignas(32) float probs[R][kKeyChunk];
         __m256 rescale[R];
         for (int r = 0; r < R; ++r) {
             __m256 p_lo, p_hi;
             const float correction = online_softmax16(
                 _mm256_load_ps(scores[r]), _mm256_load_ps(scores[r] + 8), count, m[r], l[r], p_lo, p_hi);
-            if constexpr (kScaled) {  // l sums the weights; P·V takes them times the value scales
-                p_lo = _mm256_mul_ps(p_lo, _mm256_load_ps(value_units));
-                p_hi = _mm256_mul_ps(p_hi, _mm256_load_ps(value_units + 8));
-            }
             _mm256_store_ps(probs[r], p_lo);
             _mm256_store_ps(probs[r] + 8, p_hi);
             rescale[r] = _mm256_set1_ps(correction);
@@ -145,21 +106,6 @@ struct UnpackedDecodeAvx2 {
         }
     }
 
-    // Puts each of `rows` rows of D floats from head order into unpack16's order, or back.
-    static void reorder_rows(float* rows, int64_t count, bool to_unpacked, float* row_copy) {
-        for (int64_t r = 0; r < count; ++r) {
-            float* row = rows + r * D;
-            for (int64_t d = 0; d < D; ++d) row_copy[d] = row[d];
-            for (int64_t d = 0; d < D; ++d) {
-                if (to_unpacked) {
-                    row[unpacked_position(d)] = row_copy[d];
-                } else {
-                    row[d] = row_copy[unpacked_position(d)];
-                }
-            }
-        }
-    }
-
     static int64_t scratch_floats(int64_t num_rows) { return 2 * num_rows * D + 2 * num_rows + D; }
 
     // Rows are the query heads of KV heads [w.kv_head, +w.kv_head_count) for the sequence's one
@@ -178,52 +124,38 @@ struct UnpackedDecodeAvx2 {
         float* row_copy = l + num_rows;  // [D]
         const int64_t first_head = w.kv_head * group;
         init_f32_rows<D>(a, token, first_head, num_rows, num_rows, q, o, m, l);
-        reorder_rows(q, num_rows, true, row_copy);
+        reorder_rows<D>(q, num_rows, true, row_copy);
         const int64_t stride = cache.num_kv_heads * D;
-        const auto* k_cache = static_cast<const T*>(cache.k);
-        const auto* v_cache = static_cast<const T*>(cache.v);
+        const auto* k_cache = static_cast<const uint16_t*>(cache.k);
+        const auto* v_cache = static_cast<const uint16_t*>(cache.v);
         walk_decode_chunks(
             a, w, num_keys, true, [](int64_t, int64_t, int64_t) {},
             [&](int64_t r, auto rows, int64_t first, int64_t count) {
-                // first / D: the cache row of the chunk's first key and this head; a key's next
-                // row (and scale) is num_kv_heads rows on.
-                const float* k_scales = kScaled ? cache.k_scale + first / D : nullptr;
-                const float* v_scales = kScaled ? cache.v_scale + first / D : nullptr;
                 attend_rows<decltype(rows)::value>(q + r * D, k_cache + first, v_cache + first, stride, count,
-                                                   k_scales, v_scales, cache.num_kv_heads, o + r * D, m + r,
-                                                   l + r);
+                                                   o + r * D, m + r, l + r);
             });
-        reorder_rows(o, num_rows, false, row_copy);
+        reorder_rows<D>(o, num_rows, false, row_copy);
         finish_f32_rows<D>(a, w, token, first_head, num_rows, num_rows, o, m, l);
     }
 };
 
 template <typename Fn>
-bool dispatch_unpacked_decode_head_dim(int64_t head_dim, Fn&& fn) {
+bool dispatch_bf16_decode_head_dim(int64_t head_dim, Fn&& fn) {
     return dispatch_constant<32, 64, 128, 256>(head_dim, std::forward<Fn>(fn));
 }
 
 }  // namespace
 
-int64_t attention_decode_unpacked_avx2_scratch_floats(int64_t head_dim, int64_t num_rows) {
+int64_t attention_decode_bf16_avx2_scratch_floats(int64_t head_dim, int64_t num_rows) {
     int64_t floats = 0;
-    dispatch_unpacked_decode_head_dim(head_dim, [&](auto d) {
-        floats = UnpackedDecodeAvx2<decltype(d)::value, uint16_t>::scratch_floats(num_rows);
-    });
+    dispatch_bf16_decode_head_dim(
+        head_dim, [&](auto d) { floats = Bf16DecodeAvx2<decltype(d)::value>::scratch_floats(num_rows); });
     return floats;
 }
 
-bool attention_decode_tile_unpacked_avx2(const AttentionArgs& args, const AttentionTile& tile,
-                                         float* scratch) {
-    const DType dtype = args.cache.dtype;
-    if (dtype != DType::BF16 && dtype != DType::I8) return false;
-    return dispatch_unpacked_decode_head_dim(args.cache.head_dim, [&](auto d) {
-        if (dtype == DType::BF16) {
-            UnpackedDecodeAvx2<decltype(d)::value, uint16_t>::run(args, tile, scratch);
-        } else {
-            UnpackedDecodeAvx2<decltype(d)::value, int8_t>::run(args, tile, scratch);
-        }
-    });
+bool attention_decode_tile_bf16_avx2(const AttentionArgs& args, const AttentionTile& tile, float* scratch) {
+    return dispatch_bf16_decode_head_dim(
+        args.cache.head_dim, [&](auto d) { Bf16DecodeAvx2<decltype(d)::value>::run(args, tile, scratch); });
 }
 
 }  // namespace lmrun::kernels

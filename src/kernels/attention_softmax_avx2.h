@@ -1,4 +1,4 @@
-// Internal to the AVX2 attention tiles (attention_avx2.cpp, attention_decode_unpacked_avx2.cpp): the
+// Internal to the AVX2 attention tiles (attention_avx2.cpp, attention_decode_bf16_avx2.cpp): the
 // online-softmax step of a row over a chunk of 16 keys, and the reductions it and the scores
 // need (reduce8 folds 8 vectors of unreduced dot products into one whose lane i is the sum of
 // v[i]). (Anonymous namespace: included by the AVX2 units only.)

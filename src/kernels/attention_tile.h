@@ -230,12 +230,16 @@ bool attention_avx2_supports(int64_t head_dim);
 void attention_tile_avx2(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
 // Scratch floats of an AVX2 tile of up to max(num_rows, kTileRows) rows.
 int64_t attention_avx2_scratch_floats(int64_t head_dim, int64_t num_rows);
-// The AVX2 decode tile that unpacks a BF16 or I8 cache in registers, for head_dim 32, 64, 128 or
-// 256 (false: another dtype or head_dim, nothing done); its scratch floats for num_rows rows (0
-// for other head sizes).
-bool attention_decode_tile_unpacked_avx2(const AttentionArgs& args, const AttentionTile& tile,
-                                         float* scratch);
-int64_t attention_decode_unpacked_avx2_scratch_floats(int64_t head_dim, int64_t num_rows);
+// The AVX2 decode tile that unpacks a BF16 cache in registers, for head_dim 32, 64, 128 or 256
+// (false: another head_dim, nothing done); its scratch floats for num_rows rows (0 for other
+// head sizes).
+bool attention_decode_tile_bf16_avx2(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
+int64_t attention_decode_bf16_avx2_scratch_floats(int64_t head_dim, int64_t num_rows);
+// The AVX2 decode tile on an I8 cache with integer dot products (vpmaddwd), for head_dim 32, 64,
+// 128 or 256 (false: another dtype or head_dim, nothing done); its scratch floats for num_rows
+// rows (0 for other head sizes).
+bool attention_decode_tile_int8_avx2(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
+int64_t attention_decode_int8_avx2_scratch_floats(int64_t head_dim, int64_t num_rows);
 // The AVX2 prefill tile (one KV head, up to kTileRows rows, any cache dtype), for head_dim 16,
 // 32, 64, 128 or 256 (false: another head_dim or tile, nothing done); its scratch floats (0 for
 // other head sizes).
