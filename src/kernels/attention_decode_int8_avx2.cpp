@@ -151,14 +151,14 @@ struct Int8MaddDecodeAvx2 {
 #pragma GCC unroll 2
             for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-                for (int c = 0; c < 4; ++c) acc[r][c] = _mm256_setzero_si256();
+                for (int64_t c = 0; c < 4; ++c) acc[r][c] = _mm256_setzero_si256();
             for (int64_t g = 0; 2 * g < count; ++g) {
                 const int8_t* row = values + 2 * g * stride + d0;
                 // An odd last key pairs with zeros (its partner's weight is 0 too).
                 const bool pair = 2 * g + 1 < count;
                 __m256i v[4];
 #pragma GCC unroll 2
-                for (int half = 0; half < 2; ++half) {
+                for (int64_t half = 0; half < 2; ++half) {
                     const __m256i a = load_words(row + 16 * half);
                     const __m256i b = pair ? load_words(row + stride + 16 * half) : _mm256_setzero_si256();
                     v[2 * half] = _mm256_unpacklo_epi16(a, b);
@@ -168,7 +168,7 @@ struct Int8MaddDecodeAvx2 {
                 for (int r = 0; r < R; ++r) {
                     const __m256i weights = _mm256_set1_epi32(int32_t(p_pairs[r][g]));
 #pragma GCC unroll 4
-                    for (int c = 0; c < 4; ++c)
+                    for (int64_t c = 0; c < 4; ++c)
                         acc[r][c] = _mm256_add_epi32(acc[r][c], _mm256_madd_epi16(v[c], weights));
                 }
             }
@@ -176,7 +176,7 @@ struct Int8MaddDecodeAvx2 {
             for (int r = 0; r < R; ++r) {
                 const __m256 unit = _mm256_set1_ps(p_unit[r]);
 #pragma GCC unroll 4
-                for (int c = 0; c < 4; ++c) {
+                for (int64_t c = 0; c < 4; ++c) {
                     float* out = o + r * D + d0 + 8 * c;
                     _mm256_storeu_ps(out, _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[r][c]), unit,
                                                           _mm256_mul_ps(_mm256_loadu_ps(out), rescale[r])));
