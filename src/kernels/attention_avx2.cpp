@@ -232,8 +232,7 @@ int64_t attention_avx2_scratch_floats(int64_t head_dim, int64_t num_rows) {
 void attention_tile_avx2(const AttentionArgs& args, const AttentionTile& tile, float* scratch) {
     const bool decode = is_decode_tile(args, tile);
     if (decode && attention_decode_tile_int8_avx2(args, tile, scratch)) return;
-    if (decode && args.cache.dtype == DType::BF16 && attention_decode_tile_bf16_avx2(args, tile, scratch))
-        return;
+    if (decode && attention_decode_tile_bf16_avx2(args, tile, scratch)) return;
     if (decode
             ? dispatch_tile_head_dim(args.cache.head_dim,
                                      [&](auto d) { Avx2Tile<decltype(d)::value>::run(args, tile, scratch); })

@@ -154,6 +154,7 @@ int64_t attention_decode_bf16_avx2_scratch_floats(int64_t head_dim, int64_t num_
 }
 
 bool attention_decode_tile_bf16_avx2(const AttentionArgs& args, const AttentionTile& tile, float* scratch) {
+    if (args.cache.dtype != DType::BF16) return false;
     return dispatch_bf16_decode_head_dim(
         args.cache.head_dim, [&](auto d) { Bf16DecodeAvx2<decltype(d)::value>::run(args, tile, scratch); });
 }

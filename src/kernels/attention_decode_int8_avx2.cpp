@@ -217,7 +217,7 @@ struct Int8MaddDecodeAvx2 {
             a, w, num_keys, true,
             [&](int64_t slot, int64_t count, int64_t head) {
                 for (int64_t j = 0; j < kKeyChunk; ++j) {
-                    const int64_t row = (slot + min_i64(j, count - 1)) * cache.num_kv_heads + head;
+                    const int64_t row = (slot + j) * cache.num_kv_heads + head;  // read only below count
                     k_scales[j] = j < count ? cache.k_scale[row] : 0.0f;
                     v_scales[j] = j < count ? cache.v_scale[row] : 0.0f;
                 }

@@ -231,7 +231,7 @@ void attention_tile_avx2(const AttentionArgs& args, const AttentionTile& tile, f
 // Scratch floats of an AVX2 tile of up to max(num_rows, kTileRows) rows.
 int64_t attention_avx2_scratch_floats(int64_t head_dim, int64_t num_rows);
 // The AVX2 decode tile that unpacks a BF16 cache in registers, for head_dim 32, 64, 128 or 256
-// (false: another head_dim, nothing done); its scratch floats for num_rows rows (0 for other
+// (false: another dtype or head_dim, nothing done); its scratch floats for num_rows rows (0 for other
 // head sizes).
 bool attention_decode_tile_bf16_avx2(const AttentionArgs& args, const AttentionTile& tile, float* scratch);
 int64_t attention_decode_bf16_avx2_scratch_floats(int64_t head_dim, int64_t num_rows);
