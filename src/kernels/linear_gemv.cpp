@@ -100,13 +100,12 @@ struct Bf16Avx2 {
             for (int g = 0; g < G; ++g) _mm256_storeu_ps(acc + r * kTileOutputs + 8 * (g0 + g), sum[r][g]);
     }
 
-    // All kGroups groups of the tile, G at a time, the prefetches of the next chunk spread over
-    // the passes (next_chunk_prefetch.h says why).
+    // All kGroups groups of the tile, G at a time, this call's prefetches of the next chunk
+    // spread over the passes (next_chunk_prefetch.h says why).
     template <int R, int G, bool kShifted = false>
     static void tile(const uint16_t* w, int64_t num_pairs, const float* x, int64_t x_stride, float* acc,
-                     const uint16_t* next_chunk) {
+                     NextChunkPrefetch prefetch) {
         constexpr int kPasses = int(kGroups / G);
-        const NextChunkPrefetch prefetch = NextChunkPrefetch::whole(next_chunk);
         for (int pass = 0; pass < kPasses; ++pass) {
             if constexpr (kShifted) {
                 shifted<R, G>(w, num_pairs, x, x_stride, acc, pass * G, prefetch.pass(pass, kPasses));
@@ -118,20 +117,20 @@ struct Bf16Avx2 {
 
     // rows in [1, kMaxRows]; the tile's 64 outputs are one column slice (col = 0).
     static void run(int rows, const uint16_t* w, int64_t steps, const float* x, int64_t x_stride, float* acc,
-                    int64_t /*col*/, const uint16_t* next_chunk) {
+                    int64_t /*col*/, NextChunkPrefetch prefetch) {
         switch (rows) {
             case 1:
-                return tile<1, 8, true>(w, steps, x, x_stride, acc, next_chunk);
+                return tile<1, 8, true>(w, steps, x, x_stride, acc, prefetch);
             case 2:
-                return tile<2, 4, true>(w, steps, x, x_stride, acc, next_chunk);
+                return tile<2, 4, true>(w, steps, x, x_stride, acc, prefetch);
             case 3:
-                return tile<3, 1>(w, steps, x, x_stride, acc, next_chunk);
+                return tile<3, 1>(w, steps, x, x_stride, acc, prefetch);
             case 4:
-                return tile<4, 1>(w, steps, x, x_stride, acc, next_chunk);
+                return tile<4, 1>(w, steps, x, x_stride, acc, prefetch);
             case 5:
-                return tile<5, 1>(w, steps, x, x_stride, acc, next_chunk);
+                return tile<5, 1>(w, steps, x, x_stride, acc, prefetch);
             default:
-                return tile<6, 1>(w, steps, x, x_stride, acc, next_chunk);
+                return tile<6, 1>(w, steps, x, x_stride, acc, prefetch);
         }
     }
 };
@@ -160,7 +159,7 @@ struct F32Avx2 {
     }
 
     static void run(int rows, const float* w, int64_t steps, const float* x, int64_t x_stride, float* acc,
-                    int64_t col, const float* /*next_chunk*/) {
+                    int64_t col, NextChunkPrefetch /*prefetch*/) {
         w += col;
         acc += col;
         if (rows == 1) return run_rows<1>(w, steps, x, x_stride, acc);

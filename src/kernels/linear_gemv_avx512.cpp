@@ -47,7 +47,7 @@ struct Bf16Avx512 {
 
     // rows in [1, kMaxRows]; the tile's 64 outputs are one column slice (col = 0).
     static void run(int rows, const uint16_t* w, int64_t steps, const float* x, int64_t x_stride, float* acc,
-                    int64_t col, const uint16_t* /*next_chunk*/) {
+                    int64_t col, NextChunkPrefetch /*prefetch*/) {
         dispatch_constant<1, 2, 3, 4>(
             rows, [&](auto r) { run_rows<decltype(r)::value>(w, steps, x, x_stride, acc); });
     }
@@ -78,7 +78,7 @@ struct F32Avx512 {
 
     // rows in [1, kMaxRows]; the tile's 64 outputs are one column slice (col = 0).
     static void run(int rows, const float* w, int64_t steps, const float* x, int64_t x_stride, float* acc,
-                    int64_t col, const float* /*next_chunk*/) {
+                    int64_t col, NextChunkPrefetch /*prefetch*/) {
         dispatch_constant<1, 2, 3, 4>(
             rows, [&](auto r) { run_rows<decltype(r)::value>(w, steps, x, x_stride, acc); });
     }

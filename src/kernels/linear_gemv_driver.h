@@ -6,9 +6,9 @@
 // Loop nest per thread: a group of kStreams tiles (kStreams concurrent weight streams), walked in
 // K chunks small enough to stay in L1/L2 while every group of rows (Kernel::kMaxRows) and every
 // column slice (Kernel::kCols) reuses them; Kernel::kPassRows rows share one pass over the
-// weights. The first kernel call on a chunk gets the address of the next chunk, for kernels that
-// prefetch it: without that, the first pass over a chunk waits on DRAM and the later passes
-// compute with no read in flight. Measured on the LM head (311 MB BF16, one thread,
+// weights. The kernel calls on a chunk prefetch the next chunk, for kernels that do: without
+// that, the first pass over a chunk waits on DRAM and the later passes compute with no read in
+// flight. Measured on the LM head (311 MB BF16, one thread,
 // shared 2-core EPYC): one stream with 16 KiB chunks matched a plain read of the buffer; 2, 4
 // and 8 interleaved streams were 10-50% slower, so kStreams = 1 (kept as a tuning knob).
 #pragma once
@@ -18,6 +18,7 @@
 #include "core/parallel.h"
 #include "kernels/isa_local_math.h"
 #include "kernels/linear_gemv.h"
+#include "kernels/next_chunk_prefetch.h"
 
 namespace lmrun::kernels {
 namespace {
@@ -27,9 +28,10 @@ inline constexpr int64_t kChunkBytes = 16384;  // of one tile's stream per step
 
 // Kernel provides, for T = uint16_t (BF16 pairs) or float (F32 rows):
 //   kCols, kMaxRows, kPassRows and
-//   run(rows, const T* w, steps, const float* x, x_stride, float* acc, col, const T* next_chunk)
+//   run(rows, const T* w, steps, const float* x, x_stride, float* acc, col, NextChunkPrefetch)
 // accumulating acc[r * 64 + col + j] += Σ_step w(step, col + j) · x[r * x_stride + step...];
-// next_chunk is where the tile's stream continues (a prefetch hint only, never read), or null.
+// the prefetch is this call's share of the next chunk (where the tile's stream continues), for
+// kernels that prefetch: the calls over a chunk (every row block and column slice) split it.
 template <typename Kernel, typename T>
 void gemv_tile_group(const float* x, int64_t num_rows, const PackedLinear& w, int64_t first_tile,
                      int64_t num_group_tiles, const float* bias, float* y) {
@@ -44,11 +46,15 @@ void gemv_tile_group(const float* x, int64_t num_rows, const PackedLinear& w, in
     auto run_steps = [&](int64_t step0, int64_t steps, const float* xs, int64_t x_stride) {
         for (int64_t t = 0; t < num_group_tiles; ++t) {
             const T* wt = data + (first_tile + t) * w.tile_elements() + step0 * kStepElements;
+            const NextChunkPrefetch next_chunk = NextChunkPrefetch::whole(wt + steps * kStepElements, steps);
+            const int64_t calls =
+                (num_rows + Kernel::kMaxRows - 1) / Kernel::kMaxRows * (kTileOutputs / Kernel::kCols);
+            int64_t call = 0;
             for (int64_t col = 0; col < kTileOutputs; col += Kernel::kCols) {
-                for (int64_t r = 0; r < num_rows; r += Kernel::kMaxRows) {
+                for (int64_t r = 0; r < num_rows; r += Kernel::kMaxRows, ++call) {
                     int rows = int(min_i64(Kernel::kMaxRows, num_rows - r));
-                    const T* next = col == 0 && r == 0 ? wt + steps * kStepElements : nullptr;
-                    Kernel::run(rows, wt, steps, xs + r * x_stride, x_stride, &acc[t][r][0], col, next);
+                    Kernel::run(rows, wt, steps, xs + r * x_stride, x_stride, &acc[t][r][0], col,
+                                next_chunk.pass(call, calls));
                 }
             }
         }

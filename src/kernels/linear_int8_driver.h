@@ -70,17 +70,16 @@ void int8_tile(const uint8_t* xq, int64_t num_rows, const PackedLinear& w, int64
     const int64_t calls = blocks.count * (kTileOutputs / Kernel::kCols);
     for (int64_t q0 = 0; q0 < quads; q0 += kInt8ChunkQuads) {
         const int64_t steps = int8_min(kInt8ChunkQuads, quads - q0);
-        const int8_t* next_chunk =
-            calls >= Kernel::kMinCallsToPrefetch ? weights + (q0 + steps) * kInt8QuadBytes : nullptr;
+        const NextChunkPrefetch next_chunk = NextChunkPrefetch::whole(
+            calls >= Kernel::kMinCallsToPrefetch ? weights + (q0 + steps) * kInt8QuadBytes : nullptr, steps);
         int64_t call = 0;
         for (int64_t b = 0; b < blocks.count; ++b) {
             const int64_t r = blocks.first_row(b);
             const int rows = int(blocks.rows(b));
             for (int64_t col = 0; col < kTileOutputs; col += Kernel::kCols, ++call) {
-                const NextChunkPrefetch prefetch = NextChunkPrefetch::whole(next_chunk).pass(call, calls);
                 Kernel::run(rows, weights + q0 * kInt8QuadBytes + col * 4, steps,
                             xq + r * w.padded_in + q0 * 4, w.padded_in, acc + r * kTileOutputs + col,
-                            prefetch);
+                            next_chunk.pass(call, calls));
             }
         }
     }
