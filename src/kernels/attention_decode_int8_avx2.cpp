@@ -19,10 +19,13 @@
 // model 1), 2 threads, KV from DRAM, 3 alternating rounds: decode batch 8 at 4096 tokens
 // 5.16 / 6.48 / 6.10 -> 5.12 / 5.71 / 5.12 ms, batch 64 at 128 tokens 1.96 / 1.67 / 1.73 ->
 // 1.60 / 1.54 / 1.61 ms, batch 8 at 128 tokens 0.226 / 0.243 / 0.238 -> 0.192 / 0.233 / 0.192
-// ms. Both run well below the bytes' limit (int8 12-13 GB/s of KV, a BF16 cache 19-22 GB/s
-// in the same rounds): per chunk and KV head they take about as long as the BF16 tile, so
-// what bounds them is the per-chunk work they share (scores reduced, the softmax, the walk),
-// not the conversions.
+// ms. Both ran well below the bytes' limit (int8 12-13 GB/s of KV, a BF16 cache 19-22 GB/s
+// in the same rounds). What held the int8 tile back was the next chunk's prefetch, issued as a
+// burst at each KV head: it now goes out a line pair or so at each key group and P·V pass
+// (walk_decode_chunks_spread, as the VNNI tile does), which took 1.4-2.1x off every decode
+// case of kernel_bench on Zen 3 (KV from DRAM, 3 alternating rounds; batch 8 at 4096 tokens
+// 7.8-10.2 -> 4.9-6.3 ms). Into L1 or L2 made no difference there. The BF16 tile measured
+// 0.97-1.24x with the same change, within the noise, and keeps its burst.
 #include <immintrin.h>
 
 #include "kernels/attention_softmax_avx2.h"
@@ -79,12 +82,15 @@ struct Int8MaddDecodeAvx2 {
         *q_scale = top / kCodeMax;
     }
 
+    // The prefetch steps attend_rows<R> takes: one per key group of dot_chunk, one per P·V pass.
+    static constexpr int64_t steps_per_call(int R) { return kKeyChunk / (8 / R) + D / 32; }
+
     // dots[r][j] = q_r · key_j (integers) for R rows and the chunk's 16 keys, 8 at a time (8 / R
-    // keys x R rows, unreduced in 8 accumulators). Keys at or past `count` repeat the chunk's
-    // last key: in range, and masked by the softmax.
+    // keys x R rows, unreduced in 8 accumulators), a prefetch step per 8. Keys at or past
+    // `count` repeat the chunk's last key: in range, and masked by the softmax.
     template <int R>
     static void dot_chunk(const int16_t* q16, const int8_t* keys, int64_t stride, int64_t count,
-                          int32_t (*dots)[kKeyChunk]) {
+                          int32_t (*dots)[kKeyChunk], ChunkPrefetch& prefetch) {
         constexpr int kKeys = 8 / R;
         for (int64_t j0 = 0; j0 < kKeyChunk; j0 += kKeys) {
             const int8_t* key[kKeys];
@@ -93,6 +99,7 @@ struct Int8MaddDecodeAvx2 {
             __m256i acc[8];  // acc[r * kKeys + k]
 #pragma GCC unroll 8
             for (__m256i& a : acc) a = _mm256_setzero_si256();
+            prefetch.step();
             for (int64_t d = 0; d < D; d += 16) {
 #pragma GCC unroll 8
                 for (int k = 0; k < kKeys; ++k) {
@@ -114,13 +121,15 @@ struct Int8MaddDecodeAvx2 {
 
     // Rows r < R against the chunk's first `count` keys: the online-softmax update of their m,
     // l and o (unpacked order), P·V 32 outputs per pass. k_scales, v_scales: the chunk's 16
-    // row scales (0 past count).
+    // row scales (0 past count). Issues steps_per_call(R) steps of the next chunk's prefetch.
     template <int R>
     static void attend_rows(const int16_t* q16, const float* q_scale, const int8_t* keys,
                             const int8_t* values, int64_t stride, int64_t count, const float* k_scales,
-                            const float* v_scales, float* o, float* m, float* l) {
+                            const float* v_scales, ChunkPrefetch& chunk_prefetch, float* o, float* m,
+                            float* l) {
+        ChunkPrefetch prefetch = chunk_prefetch;  // a local copy: its fields stay in registers
         alignas(32) int32_t dots[R][kKeyChunk];
-        dot_chunk<R>(q16, keys, stride, count, dots);
+        dot_chunk<R>(q16, keys, stride, count, dots, prefetch);
         alignas(32) uint32_t p_pairs[R][kKeyChunk / 2];  // dword g: the codes of keys 2g and 2g + 1
         float p_unit[R];
         __m256 rescale[R];
@@ -152,6 +161,7 @@ struct Int8MaddDecodeAvx2 {
             for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
                 for (int64_t c = 0; c < 4; ++c) acc[r][c] = _mm256_setzero_si256();
+            prefetch.step();
             for (int64_t g = 0; 2 * g < count; ++g) {
                 const int8_t* row = values + 2 * g * stride + d0;
                 // An odd last key pairs with zeros (its partner's weight is 0 too).
@@ -183,6 +193,7 @@ struct Int8MaddDecodeAvx2 {
                 }
             }
         }
+        chunk_prefetch = prefetch;
     }
 
     static int64_t scratch_floats(int64_t num_rows) { return num_rows * (D + D / 2 + 3) + D; }
@@ -213,8 +224,8 @@ struct Int8MaddDecodeAvx2 {
         const auto* k_cache = static_cast<const int8_t*>(cache.k);
         const auto* v_cache = static_cast<const int8_t*>(cache.v);
         alignas(32) float k_scales[kKeyChunk], v_scales[kKeyChunk];
-        walk_decode_chunks(
-            a, w, num_keys, true,
+        walk_decode_chunks_spread(
+            a, w, num_keys, [](int rows) { return steps_per_call(rows); },
             [&](int64_t slot, int64_t count, int64_t head) {
                 for (int64_t j = 0; j < kKeyChunk; ++j) {
                     const int64_t row = (slot + j) * cache.num_kv_heads + head;  // read only below count
@@ -222,10 +233,10 @@ struct Int8MaddDecodeAvx2 {
                     v_scales[j] = j < count ? cache.v_scale[row] : 0.0f;
                 }
             },
-            [&](int64_t r, auto rows, int64_t first, int64_t count) {
+            [&](int64_t r, auto rows, int64_t first, int64_t count, ChunkPrefetch& prefetch) {
                 attend_rows<decltype(rows)::value>(q16 + r * D, q_scale + r, k_cache + first, v_cache + first,
-                                                   stride, count, k_scales, v_scales, o + r * D, m + r,
-                                                   l + r);
+                                                   stride, count, k_scales, v_scales, prefetch, o + r * D,
+                                                   m + r, l + r);
             });
         reorder_rows<D>(o, num_rows, false, row_copy);
         finish_f32_rows<D>(a, w, token, first_head, num_rows, num_rows, o, m, l);

@@ -201,6 +201,39 @@ class ChunkPrefetch {
     int64_t line_ = 0, token_lines_ = 0, token_skip_ = 0, left_ = 0, per_step_ = 0;
     bool into_l2_ = false;
 };
+
+// walk_decode_chunks with the next chunk's prefetch issued from inside the tile's calls
+// (ChunkPrefetch) instead of a burst per KV head: attend(r, rows, first, count, prefetch) calls
+// prefetch.step() steps_of(rows) times (rows an int). Int8 AVX2 tile, Zen 3, kernel_bench, KV
+// from DRAM, 3 alternating rounds: 1.37-2.1x less time per decode case than the burst per head.
+template <typename StepsOf, typename HeadChunk, typename Attend>
+inline void walk_decode_chunks_spread(const AttentionArgs& a, const AttentionTile& w, int64_t num_keys,
+                                      StepsOf&& steps_of, HeadChunk&& head_chunk, Attend&& attend) {
+    const KvCacheLayer& cache = a.cache;
+    const int64_t group = a.num_heads / cache.num_kv_heads;
+    const int32_t* blocks = a.block_tables + w.seq * a.max_blocks_per_seq;
+    const int64_t steps_per_head = group / 2 * steps_of(2) + group % 2 * steps_of(1);
+    for (int64_t key0 = w.key_begin; key0 < num_keys;) {
+        const auto [slot, count] = key_chunk(cache, blocks, key0, num_keys);
+        ChunkPrefetch prefetch(cache, next_key_chunk(cache, blocks, key0, count, num_keys), w.kv_head,
+                               w.kv_head_count, w.kv_head_count * steps_per_head, a.kv_prefetch_l2);
+        for (int64_t h = 0; h < w.kv_head_count; ++h) {
+            const int64_t head = w.kv_head + h;
+            head_chunk(slot, count, head);
+            const int64_t first = (slot * cache.num_kv_heads + head) * cache.head_dim;
+            for (int64_t r = h * group; r < (h + 1) * group;) {
+                if ((h + 1) * group - r >= 2) {
+                    attend(r, std::integral_constant<int, 2>{}, first, count, prefetch);
+                    r += 2;
+                } else {
+                    attend(r, std::integral_constant<int, 1>{}, first, count, prefetch);
+                    r += 1;
+                }
+            }
+        }
+        key0 += count;
+    }
+}
 }  // namespace
 
 inline int64_t attention_partial_floats(int64_t head_dim) {
