@@ -11,9 +11,15 @@
 // tile's rate (37 → 50-57 GB/s); `lmrun bench`, 3 alternating rounds, paged attention per step
 // at 128 tokens of context: batch 8 4.6 → 3.9 ms, 32 17.8-21.6 → 14.8-14.9, 64 34.8-39.1 →
 // 30.2-30.6. At batch 8 with 2048 tokens, where the reads from DRAM decide, the rounds were
-// mixed (56-58 → 41, 59, 62 ms). The next chunk's prefetch is the AVX-512 tiles' burst per KV
-// head: prefetching a few rows per key group between the FMAs (as the widening tile did) made
-// that case 1.3x slower and batch 64 1.25x slower.
+// mixed (56-58 → 41, 59, 62 ms).
+// The next chunk's prefetch goes out a line or so per 16 dims of a key group and per value row
+// of P·V (walk_decode_chunks_spread), not as a burst per KV head. On Zen 5 at LMRUN_ISA=avx2 a
+// coarser spread (a few rows per key group) had made batch 8 at 2048 tokens 1.3x slower, but
+// this tile only runs unforced on AVX2-only CPUs, and on one (Zen 3, EPYC family 25 model 1,
+// KV from DRAM) the burst left the cores stalled on it: `lmrun bench --profile`, int8 weights,
+// decode batch 8 at 4096 tokens, paged attention 211 → 157 ms per step (24 GB/s of KV on a
+// machine whose probe read 27-30); kernel_bench, 3 alternating rounds, 1.05-1.29x per decode
+// case except batch 1 at 128 tokens (0.81x, a few microseconds).
 #include <immintrin.h>
 
 #include "kernels/attention_softmax_avx2.h"
@@ -42,7 +48,7 @@ struct Bf16DecodeAvx2 {
     // `count` score against the chunk's last key instead: in range, and masked by the softmax.
     template <int R>
     static void score_chunk(const float* q, const uint16_t* keys, int64_t stride, int64_t count,
-                            float (*scores)[kKeyChunk]) {
+                            float (*scores)[kKeyChunk], ChunkPrefetch& prefetch) {
         constexpr int kKeys = 8 / R;
         for (int64_t j0 = 0; j0 < kKeyChunk; j0 += kKeys) {
             const uint16_t* key[kKeys];
@@ -50,6 +56,7 @@ struct Bf16DecodeAvx2 {
             __m256 acc[8];  // acc[r * kKeys + k]
             for (__m256& a : acc) a = _mm256_setzero_ps();
             for (int64_t d = 0; d < D; d += 16) {
+                prefetch.step();
                 __m256 q_lo[R], q_hi[R];
                 for (int r = 0; r < R; ++r) {
                     q_lo[r] = _mm256_loadu_ps(q + r * D + d);
@@ -74,9 +81,10 @@ struct Bf16DecodeAvx2 {
     // online-softmax update of their m, l and o (unpacked order), P·V 32 outputs per pass.
     template <int R>
     static void attend_rows(const float* q, const uint16_t* keys, const uint16_t* values, int64_t stride,
-                            int64_t count, float* o, float* m, float* l) {
+                            int64_t count, ChunkPrefetch& chunk_prefetch, float* o, float* m, float* l) {
+        ChunkPrefetch prefetch = chunk_prefetch;
         alignas(32) float scores[R][kKeyChunk];
-        score_chunk<R>(q, keys, stride, count, scores);
+        score_chunk<R>(q, keys, stride, count, scores, prefetch);
         alignas(32) float probs[R][kKeyChunk];
         __m256 rescale[R];
         for (int r = 0; r < R; ++r) {
@@ -93,6 +101,7 @@ struct Bf16DecodeAvx2 {
                 for (int64_t c = 0; c < 4; ++c)
                     acc[r][c] = _mm256_mul_ps(_mm256_loadu_ps(o + r * D + d0 + 8 * c), rescale[r]);
             for (int64_t j = 0; j < count; ++j) {
+                prefetch.step();
                 __m256 v[4];
                 unpack16(values + j * stride + d0, v[0], v[1]);
                 unpack16(values + j * stride + d0 + 16, v[2], v[3]);
@@ -104,6 +113,7 @@ struct Bf16DecodeAvx2 {
             for (int r = 0; r < R; ++r)
                 for (int64_t c = 0; c < 4; ++c) _mm256_storeu_ps(o + r * D + d0 + 8 * c, acc[r][c]);
         }
+        chunk_prefetch = prefetch;
     }
 
     static int64_t scratch_floats(int64_t num_rows) { return 2 * num_rows * D + 2 * num_rows + D; }
@@ -128,11 +138,12 @@ struct Bf16DecodeAvx2 {
         const int64_t stride = cache.num_kv_heads * D;
         const auto* k_cache = static_cast<const uint16_t*>(cache.k);
         const auto* v_cache = static_cast<const uint16_t*>(cache.v);
-        walk_decode_chunks(
-            a, w, num_keys, true, [](int64_t, int64_t, int64_t) {},
-            [&](int64_t r, auto rows, int64_t first, int64_t count) {
+        walk_decode_chunks_spread(
+            a, w, num_keys, [](int rows) { return int64_t(2 * rows * D / 16 + D / 32 * kKeyChunk); },
+            [](int64_t, int64_t, int64_t) {},
+            [&](int64_t r, auto rows, int64_t first, int64_t count, ChunkPrefetch& prefetch) {
                 attend_rows<decltype(rows)::value>(q + r * D, k_cache + first, v_cache + first, stride, count,
-                                                   o + r * D, m + r, l + r);
+                                                   prefetch, o + r * D, m + r, l + r);
             });
         reorder_rows<D>(o, num_rows, false, row_copy);
         finish_f32_rows<D>(a, w, token, first_head, num_rows, num_rows, o, m, l);
