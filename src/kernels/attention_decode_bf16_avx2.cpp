@@ -139,7 +139,7 @@ struct Bf16DecodeAvx2 {
         const auto* k_cache = static_cast<const uint16_t*>(cache.k);
         const auto* v_cache = static_cast<const uint16_t*>(cache.v);
         walk_decode_chunks_spread(
-            a, w, num_keys, [](int rows) { return int64_t(2 * rows * D / 16 + D / 32 * kKeyChunk); },
+            a, w, num_keys, [](int rows) { return 2 * int64_t(rows) * D / 16 + D / 32 * kKeyChunk; },
             [](int64_t, int64_t, int64_t) {},
             [&](int64_t r, auto rows, int64_t first, int64_t count, ChunkPrefetch& prefetch) {
                 attend_rows<decltype(rows)::value>(q + r * D, k_cache + first, v_cache + first, stride, count,

@@ -24,8 +24,9 @@
 // burst at each KV head: it now goes out a line pair or so at each key group and P·V pass
 // (walk_decode_chunks_spread, as the VNNI tile does), which took 1.4-2.1x off every decode
 // case of kernel_bench on Zen 3 (KV from DRAM, 3 alternating rounds; batch 8 at 4096 tokens
-// 7.8-10.2 -> 4.9-6.3 ms). Into L1 or L2 made no difference there. The BF16 tile measured
-// 0.97-1.24x with the same change, within the noise, and keeps its burst.
+// 7.8-10.2 -> 4.9-6.3 ms). Into L1 or L2 made no difference there; a step per 16 dims and
+// value pair (the BF16 tile's finer spread) was slower (0.63-0.97x), and so were two or three
+// chunks ahead instead of one (0.9-0.95x, `lmrun bench`'s 256-token blocks).
 #include <immintrin.h>
 
 #include "kernels/attention_softmax_avx2.h"
