@@ -82,7 +82,7 @@ struct Bf16DecodeAvx2 {
     template <int R>
     static void attend_rows(const float* q, const uint16_t* keys, const uint16_t* values, int64_t stride,
                             int64_t count, ChunkPrefetch& chunk_prefetch, float* o, float* m, float* l) {
-        ChunkPrefetch prefetch = chunk_prefetch;
+        ChunkPrefetch prefetch = chunk_prefetch;  // a local copy: its fields stay in registers
         alignas(32) float scores[R][kKeyChunk];
         score_chunk<R>(q, keys, stride, count, scores, prefetch);
         alignas(32) float probs[R][kKeyChunk];
@@ -116,6 +116,10 @@ struct Bf16DecodeAvx2 {
         chunk_prefetch = prefetch;
     }
 
+    // The prefetch steps attend_rows<R> takes at most: one per 16 dims of each of score_chunk's
+    // 2R key groups, one per value row of each P·V pass (fewer when count < kKeyChunk).
+    static constexpr int64_t steps_per_call(int R) { return 2 * int64_t(R) * D / 16 + D / 32 * kKeyChunk; }
+
     static int64_t scratch_floats(int64_t num_rows) { return 2 * num_rows * D + 2 * num_rows + D; }
 
     // Rows are the query heads of KV heads [w.kv_head, +w.kv_head_count) for the sequence's one
@@ -139,8 +143,7 @@ struct Bf16DecodeAvx2 {
         const auto* k_cache = static_cast<const uint16_t*>(cache.k);
         const auto* v_cache = static_cast<const uint16_t*>(cache.v);
         walk_decode_chunks_spread(
-            a, w, num_keys, [](int rows) { return 2 * int64_t(rows) * D / 16 + D / 32 * kKeyChunk; },
-            [](int64_t, int64_t, int64_t) {},
+            a, w, num_keys, [](int rows) { return steps_per_call(rows); }, [](int64_t, int64_t, int64_t) {},
             [&](int64_t r, auto rows, int64_t first, int64_t count, ChunkPrefetch& prefetch) {
                 attend_rows<decltype(rows)::value>(q + r * D, k_cache + first, v_cache + first, stride, count,
                                                    prefetch, o + r * D, m + r, l + r);
