@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "core/cpu_features.h"
 #include "model/safetensors.h"
 #include "numeric_test_util.h"
 #include "runner_test_util.h"
@@ -14,6 +15,22 @@
 
 namespace lmrun::testing {
 namespace {
+
+// An fp8 cache is slower than a BF16 one without AVX-512 (model_runner_setup.cpp): start-up
+// says so then, and only then.
+TEST(KvCacheDtype, Fp8WarnsOnlyWhereItsAttentionIsSlow) {
+    const bool slow_fp8 = kernel_isa() < Isa::Avx512;
+    for (const std::string kv : {"fp8_e4m3", "int8", "bfloat16"}) {
+        ModelRunnerConfig config = small_config(16);
+        config.kv_cache_dtype = kv;
+        ::testing::internal::CaptureStderr();
+        auto runner = make_runner(testdata_path("stories260k"), DType::F32, config);
+        const std::string log = ::testing::internal::GetCapturedStderr();
+        const bool warned = log.find("decode attention on an fp8 cache is slower") != std::string::npos;
+        EXPECT_EQ(warned, kv == "fp8_e4m3" && slow_fp8) << kv << " at " << isa_name(kernel_isa()) << ":\n"
+                                                        << log;
+    }
+}
 
 class Stories260k : public ::testing::TestWithParam<int64_t> {};
 

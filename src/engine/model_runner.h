@@ -123,6 +123,8 @@ class ModelRunner {
     ModelRunner(std::unique_ptr<CausalLM> model, const ModelRunnerConfig& config,
                 parallel::ProcessGroup& group);
     Status allocate_kv_cache();
+    // Logs a warning when the KV cache dtype is one this CPU's attention kernels run slowly.
+    void warn_if_slow_kv_dtype(DType kv_dtype) const;
     int64_t agree_on_num_blocks(int64_t num_blocks);
     // Rank 0: sends the step to the other ranks, then runs the forward pass and the logits of `logit_rows`.
     void execute(const ForwardContext& context, std::span<const int32_t> logit_rows);
