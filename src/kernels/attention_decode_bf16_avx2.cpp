@@ -120,7 +120,7 @@ struct Bf16DecodeAvx2 {
     // 2R key groups, one per value row of each P·V pass (fewer when count < kKeyChunk).
     static constexpr int64_t steps_per_call(int R) { return 2 * int64_t(R) * D / 16 + D / 32 * kKeyChunk; }
 
-    static int64_t scratch_floats(int64_t num_rows) { return 2 * num_rows * D + 2 * num_rows + D; }
+    static int64_t scratch_floats(int64_t num_rows) { return 2 * num_rows * D + 2 * num_rows; }
 
     // Rows are the query heads of KV heads [w.kv_head, +w.kv_head_count) for the sequence's one
     // new token; a chunk's rows of one KV head stay in L1 while that head's rows read them.
@@ -135,10 +135,9 @@ struct Bf16DecodeAvx2 {
         float* o = q + num_rows * D;  // [num_rows][D], unpacked order
         float* m = o + num_rows * D;
         float* l = m + num_rows;
-        float* row_copy = l + num_rows;  // [D]
         const int64_t first_head = w.kv_head * group;
         init_f32_rows<D>(a, token, first_head, num_rows, num_rows, q, o, m, l);
-        reorder_rows<D>(q, num_rows, true, row_copy);
+        reorder_rows<D>(q, num_rows);
         const int64_t stride = cache.num_kv_heads * D;
         const auto* k_cache = static_cast<const uint16_t*>(cache.k);
         const auto* v_cache = static_cast<const uint16_t*>(cache.v);
@@ -148,7 +147,7 @@ struct Bf16DecodeAvx2 {
                 attend_rows<decltype(rows)::value>(q + r * D, k_cache + first, v_cache + first, stride, count,
                                                    prefetch, o + r * D, m + r, l + r);
             });
-        reorder_rows<D>(o, num_rows, false, row_copy);
+        reorder_rows<D>(o, num_rows);
         finish_f32_rows<D>(a, w, token, first_head, num_rows, num_rows, o, m, l);
     }
 };
