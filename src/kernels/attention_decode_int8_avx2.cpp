@@ -27,11 +27,14 @@
 // 7.8-10.2 -> 4.9-6.3 ms). Into L1 or L2 made no difference there; a step per 16 dims and
 // value pair (the BF16 tile's finer spread) was slower (0.63-0.97x), and so were two or three
 // chunks ahead instead of one (0.9-0.95x, `lmrun bench`'s 256-token blocks).
-// P·V takes a key pair's values one 16-dim half at a time: with all four halves' words live, GCC
-// kept one of the 8 accumulators (R = 2) on the stack, a store and a reload per key pair. With
-// that, the outputs put back in head order by lane permutes (unpacked_order_avx2.h) and the
-// chunk's scales read by pointer: kernel_bench on Zen 3, 4 alternating rounds, median 0.92x
-// the time over the decode cases with the KV in cache (0.84-0.96x per case), 0.88x from DRAM.
+// The outputs go back to head order by lane permutes (unpacked_order_avx2.h) and the chunk's
+// scales are read by pointer; `lmrun bench --profile`, Zen 3, int8 weights and KV, decode batch
+// 8 at 2048 tokens, paged attention per step: 75-83 ms before (4 runs), 66-68 ms after (2).
+// P·V loads both rows' halves of a key pair before any vpmaddwd, though with R = 2 that leaves
+// GCC one accumulator short of registers (a store and reload per pair). Taking one 16-dim half
+// at a time removes the spill, and with the two changes above it measured 0.92x the time per
+// decode case in kernel_bench (KV in cache, 4 rounds), but in the model runs above 73-90 ms
+// (4 runs): the value loads were no longer in flight together.
 #include <immintrin.h>
 
 #include "kernels/attention_softmax_avx2.h"
@@ -172,24 +175,20 @@ struct Int8MaddDecodeAvx2 {
                 const int8_t* row = values + 2 * g * stride + d0;
                 // An odd last key pairs with zeros (its partner's weight is 0 too).
                 const bool pair = 2 * g + 1 < count;
-                __m256i weights[R];
-#pragma GCC unroll 2
-                for (int r = 0; r < R; ++r) weights[r] = _mm256_set1_epi32(int32_t(p_pairs[r][g]));
-                    // One 16-dim half at a time, so that with R = 2 the 8 accumulators, the weights
-                    // and one half's words fit in the 16 ymm registers (with all four halves' words
-                    // live GCC kept an accumulator on the stack).
+                __m256i v[4];
 #pragma GCC unroll 2
                 for (int64_t half = 0; half < 2; ++half) {
                     const __m256i a = load_words(row + 16 * half);
                     const __m256i b = pair ? load_words(row + stride + 16 * half) : _mm256_setzero_si256();
-                    const __m256i lo = _mm256_unpacklo_epi16(a, b), hi = _mm256_unpackhi_epi16(a, b);
+                    v[2 * half] = _mm256_unpacklo_epi16(a, b);
+                    v[2 * half + 1] = _mm256_unpackhi_epi16(a, b);
+                }
 #pragma GCC unroll 2
-                    for (int r = 0; r < R; ++r) {
-                        acc[r][2 * half] =
-                            _mm256_add_epi32(acc[r][2 * half], _mm256_madd_epi16(lo, weights[r]));
-                        acc[r][2 * half + 1] =
-                            _mm256_add_epi32(acc[r][2 * half + 1], _mm256_madd_epi16(hi, weights[r]));
-                    }
+                for (int r = 0; r < R; ++r) {
+                    const __m256i weights = _mm256_set1_epi32(int32_t(p_pairs[r][g]));
+#pragma GCC unroll 4
+                    for (int64_t c = 0; c < 4; ++c)
+                        acc[r][c] = _mm256_add_epi32(acc[r][c], _mm256_madd_epi16(v[c], weights));
                 }
             }
 #pragma GCC unroll 2
