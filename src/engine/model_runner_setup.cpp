@@ -95,11 +95,12 @@ Status ModelRunner::allocate_kv_cache() {
 }
 
 // An fp8 cache holds as many tokens as an int8 one, but without AVX-512 its decode attention is
-// bound by turning bytes into floats (F16C, about 8 instructions per 16 values against 2 for
-// BF16), not by reading them. Zen 3 (EPYC, family 25 model 1), `lmrun bench --profile`, int8
-// weights, decode batch 8 at 1024 / 2048 tokens of context, 2 rounds, paged attention per step:
-// BF16 cache 54-67 / 100-112 ms, fp8 68-79 / 123-130, int8 35-36 / 62-74 (integer dot products,
-// attention_decode_int8_avx2.cpp).
+// bound by turning bytes into floats, not by reading them: the AVX2 tile widens fp8 rows through
+// F16C (an unpack, a shift, a mask, a vcvtph2ps and a multiply per 8 values, then a store the
+// FMAs read back), where BF16 takes one unpack per 8 in registers. Zen 3 (EPYC, family 25 model
+// 1), `lmrun bench --profile`, int8 weights, decode batch 8 at 1024 / 2048 tokens of context, 2
+// rounds, paged attention per step: BF16 cache 54-67 / 100-112 ms, fp8 68-79 / 123-130, int8
+// 35-36 / 62-74 (integer dot products, attention_decode_int8_avx2.cpp).
 void ModelRunner::warn_if_slow_kv_dtype(DType kv_dtype) const {
     if (kv_dtype != DType::F8E4M3 || kernel_isa() >= Isa::Avx512) return;
     log_warn(
