@@ -175,7 +175,7 @@ struct F32Avx2 {
 // alternating rounds, medians per projection 0.99-1.59x (the LM head 1.42x), 4 streams 0.97-1.2x;
 // `lmrun bench`, BF16 weights, 6 alternating rounds, decode batch 1 1.22x at 128 tokens of
 // context, 1.17x at 1024.
-constexpr int kOneRowStreams = 2;
+constexpr int kBf16OneRowStreams = 2;
 
 void one_row_bf16_tile(const uint16_t* tile, const float* x, int64_t in_features, float* sums) {
     __m256 sum[8];
@@ -190,14 +190,14 @@ void one_row_bf16_tile(const uint16_t* tile, const float* x, int64_t in_features
         }
     };
     const int64_t full_pairs = in_features / 2;
-    const int64_t part = full_pairs / kOneRowStreams;
+    const int64_t part = full_pairs / kBf16OneRowStreams;
     for (int64_t p = 0; p < part; ++p) {
-        for (int s = 0; s < kOneRowStreams; ++s) {
+        for (int s = 0; s < kBf16OneRowStreams; ++s) {
             const int64_t pair = s * part + p;
             step(pair, _mm256_broadcast_ss(x + 2 * pair), _mm256_broadcast_ss(x + 2 * pair + 1));
         }
     }
-    for (int64_t p = kOneRowStreams * part; p < full_pairs; ++p)
+    for (int64_t p = kBf16OneRowStreams * part; p < full_pairs; ++p)
         step(p, _mm256_broadcast_ss(x + 2 * p), _mm256_broadcast_ss(x + 2 * p + 1));
     // Odd in_features: the last pair's second weight is zero padding, its x would be out of bounds.
     if (in_features % 2) step(full_pairs, _mm256_broadcast_ss(x + in_features - 1), _mm256_setzero_ps());

@@ -85,7 +85,7 @@ struct Int8Avx2 {
     }
 };
 
-// One row (batch-1 decode): each tile's K is cut into kOneRowStreams equal parts walked in
+// One row (batch-1 decode): each tile's K is cut into kInt8OneRowStreams equal parts walked in
 // lockstep into the same 8 sums, so a thread keeps that many sequential weight streams in flight
 // without more accumulators (16 ymm registers hold no second tile's 8). No software prefetch:
 // with the streams the hardware prefetcher keeps up, and prefetching ahead in each stream slowed
@@ -95,16 +95,16 @@ struct Int8Avx2 {
 // kernel_bench 1.04-1.26x per Qwen3-0.6B projection (5 alternating rounds, the LM head 1.26x);
 // `lmrun bench`, int8 weights, 10 alternating rounds, decode batch 1 at 128 tokens of context
 // 1.14-1.22x (medians of two sets), at 1024 tokens 1.18-1.20x.
-constexpr int kOneRowStreams = 2;
+constexpr int kInt8OneRowStreams = 2;
 
 void one_row_tile(const uint8_t* xq, const PackedLinear& w, int64_t tile, int32_t* sums) {
     const int8_t* weights = static_cast<const int8_t*>(w.data) + tile * w.tile_elements();
-    const int64_t part = w.padded_in / 4 / kOneRowStreams;  // quads per stream (padded_in % 64 == 0)
+    const int64_t part = w.padded_in / 4 / kInt8OneRowStreams;  // quads per stream (padded_in % 64 == 0)
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i sum[8];
     for (__m256i& s : sum) s = _mm256_setzero_si256();
     for (int64_t p = 0; p < part; ++p) {
-        for (int s = 0; s < kOneRowStreams; ++s) {
+        for (int s = 0; s < kInt8OneRowStreams; ++s) {
             const int64_t quad_index = s * part + p;
             int32_t quad;
             __builtin_memcpy(&quad, xq + 4 * quad_index, 4);
