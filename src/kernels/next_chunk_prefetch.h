@@ -42,10 +42,12 @@ struct NextChunkPrefetch {
         return share(next, line0 + begin, end - begin, steps);
     }
     // Issues this share's lines due at step p of the call.
-    void step(int64_t p) const {
+    void step(int64_t p) const { step_range(p, p + 1); }
+    // Issues this share's lines due at steps [p, p_end) of the call.
+    void step_range(int64_t p, int64_t p_end) const {
         if (next == nullptr) return;
         const int64_t first = int64_t((uint64_t(p) * lines_per_step) >> 32);
-        const int64_t last = min(int64_t((uint64_t(p + 1) * lines_per_step) >> 32), lines);
+        const int64_t last = min(int64_t((uint64_t(p_end) * lines_per_step) >> 32), lines);
         for (int64_t i = first; i < last; ++i) __builtin_prefetch(next + 64 * (line0 + i), 0, 2);  // T1
     }
 
