@@ -3,8 +3,8 @@
 // pair sums that cannot saturate (|q| ≤ 127), vpmaddwd with ones widens them to int32. A call
 // covers the tile's 64 outputs: one row in one pass over the chunk (8 accumulators), two rows in
 // two passes of 32 (16 ymm registers hold no more; that step is inline asm, quad_2x4), prefetching
-// the next chunk as it goes. A
-// call of one row (batch-1 decode) has its own kernel: two weight streams per tile (below).
+// the next chunk as it goes. A call of one row (batch-1 decode) has its own kernel: two weight
+// streams per tile (below).
 #include <immintrin.h>
 
 #include <cmath>
