@@ -32,15 +32,11 @@ struct Bf16Avx2 {
     static constexpr int kMaxRows = 6;
     static constexpr int64_t kPassRows = 48;
     static constexpr int64_t kGroups = kTileOutputs / 8;
-    // Where a pass's share of the next chunk is under a line per step (every block pass from 3
-    // rows up: 8 passes share it), block() issues it every 4 steps instead of working out each
-    // step's usually empty share. Zen 3, weights from DRAM, both versions in one process,
-    // alternating (40 pairs, medians): 0.99-1.10x at 8-64 rows on Qwen3-0.6B's qkv, gate_up and
-    // down shapes (1.05x at 32 rows). linear_int8_avx2.cpp does the same.
-    static constexpr int64_t kSparsePrefetchSteps = 4;
-
-    // Issues this pass's share of the next chunk's lines as it walks (prefetch.step, or step_range
-    // every kSparsePrefetchSteps steps where the share is sparse).
+    // Issues this pass's share of the next chunk's lines as it walks: prefetch.step, or step_range
+    // every kSparseStepGroup steps where the share is sparse() (every block pass from 3 rows up:
+    // 8 passes share it). Against a share worked out at every step, Zen 3, weights from DRAM, both
+    // versions in one process, alternating (40 pairs, medians): 0.99-1.10x at 8-64 rows on
+    // Qwen3-0.6B's qkv, gate_up and down shapes (1.05x at 32 rows).
     template <int R, int G>
     static void block(const uint16_t* w, int64_t num_pairs, const float* x, int64_t x_stride, float* acc,
                       int64_t g0, NextChunkPrefetch prefetch) {
@@ -65,11 +61,12 @@ struct Bf16Avx2 {
                 }
             }
         };
+        constexpr int64_t kGroup = NextChunkPrefetch::kSparseStepGroup;
         int64_t p = 0;
-        if (prefetch.lines < num_pairs) {
-            for (; p + kSparsePrefetchSteps <= num_pairs; p += kSparsePrefetchSteps) {
-                prefetch.step_range(p, p + kSparsePrefetchSteps);
-                for (int64_t q = p; q < p + kSparsePrefetchSteps; ++q) step(q);
+        if (prefetch.sparse()) {
+            for (; p + kGroup <= num_pairs; p += kGroup) {
+                prefetch.step_range(p, p + kGroup);
+                for (int64_t q = p; q < p + kGroup; ++q) step(q);
             }
         }
         for (; p < num_pairs; ++p) {

@@ -98,12 +98,12 @@ struct Int8Avx2 {
     static constexpr bool kUnsignedX = false;
     static constexpr int64_t kMinCallsToPrefetch = 1;
     // Below one prefetched line per quad (8 rows and more: the calls over a chunk share its
-    // lines), two_rows issues its share every 4 quads: working out each quad's (usually empty)
-    // share cost 1.1-1.2x at 64-512 rows; at 2-4 rows every quad has lines, and 4 quads' lines at
-    // once measured 0.94x there.
-    static constexpr int64_t kSparsePrefetchQuads = 4;
-    static_assert(kInt8ChunkQuads % kSparsePrefetchQuads == 0 &&
-                  (kInt8InPadding / 4) % kSparsePrefetchQuads == 0);  // every chunk's quad count
+    // lines), two_rows issues its share every kSparseStepGroup quads: working out each quad's
+    // (usually empty) share cost 1.1-1.2x at 64-512 rows; at 2-4 rows every quad has lines, and
+    // 4 quads' lines at once measured 0.94x there.
+    static constexpr int64_t kSparseQuads = NextChunkPrefetch::kSparseStepGroup;
+    static_assert(kInt8ChunkQuads % kSparseQuads == 0 &&
+                  (kInt8InPadding / 4) % kSparseQuads == 0);  // every chunk's quad count
 
     // One row, all 8 groups of the tile: 8 sums, |x| and x, and a weight vector fit the registers.
     static void one_row(const int8_t* w, int64_t quads, const uint8_t* x, int32_t* acc,
@@ -148,10 +148,10 @@ struct Int8Avx2 {
         if (rows == 1) return one_row(w, quads, x, acc, prefetch);
         for (int64_t pass = 0; pass < 2; ++pass) {
             const NextChunkPrefetch share = prefetch.pass(pass, 2);
-            if (share.lines >= quads) {
-                two_rows<1>(w, quads, x, x_stride, acc, 4 * pass, share);
+            if (share.sparse()) {
+                two_rows<kSparseQuads>(w, quads, x, x_stride, acc, 4 * pass, share);
             } else {
-                two_rows<kSparsePrefetchQuads>(w, quads, x, x_stride, acc, 4 * pass, share);
+                two_rows<1>(w, quads, x, x_stride, acc, 4 * pass, share);
             }
         }
     }

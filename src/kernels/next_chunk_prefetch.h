@@ -41,6 +41,11 @@ struct NextChunkPrefetch {
         const int64_t begin = lines * index / parts, end = lines * (index + 1) / parts;
         return share(next, line0 + begin, end - begin, steps);
     }
+    // Steps a kernel issues together (step_range) where its share is sparse(): working out every
+    // step's usually empty share cost the AVX2 GEMV and int8 kernels 1.05-1.2x from 8 rows up.
+    static constexpr int64_t kSparseStepGroup = 4;
+    // Under one line per step of the call, or nothing to issue.
+    bool sparse() const { return next == nullptr || lines < steps; }
     // Issues this share's lines due at step p of the call.
     void step(int64_t p) const { step_range(p, p + 1); }
     // Issues this share's lines due at steps [p, p_end) of the call.
