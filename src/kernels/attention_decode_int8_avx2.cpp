@@ -27,6 +27,13 @@
 // 7.8-10.2 -> 4.9-6.3 ms). Into L1 or L2 made no difference there; a step per 16 dims and
 // value pair (the BF16 tile's finer spread) was slower (0.63-0.97x), and so were two or three
 // chunks ahead instead of one (0.9-0.95x, `lmrun bench`'s 256-token blocks).
+// The two-row dot step and P·V pair step are inline asm (dot_step_2x4, pv_step_2x4): GCC 12 gave
+// the dot loop a register copy per add and P·V a sum kept on the stack. Zen 3, 2 threads, old
+// and new tile in one process alternating (30 pairs, medians, results bit-identical): batch 8
+// at 4096 tokens (KV from DRAM) 1.06x, batch 64 at 128 1.10x, KV in L2/L3 1.06-1.14x. Larger
+// chunks (32 or 64 keys per softmax step, amortising its horizontal reductions and quantizing)
+// measured 1.15-1.27x with the KV in cache but 0.9-1.05x from DRAM (a bigger unprefetched first
+// chunk; a KV head's value rows, a token row apart, collide in L1's sets past 16 keys): kept 16.
 // The outputs go back to head order by lane permutes (unpacked_order_avx2.h) and the chunk's
 // scales are read by pointer; `lmrun bench --profile`, Zen 3, int8 weights and KV, decode batch
 // 8 at 2048 tokens, paged attention per step: 75-83 ms before (4 runs), 66-68 ms after (2).
@@ -71,6 +78,78 @@ inline __m256i reduce8_epi32(const __m256i* v) {
                             _mm256_permute2x128_si256(h0123, h4567, 0x31));
 }
 
+// One 16-dimension step of two query rows' dot products (q0, q1: their 16 int16 codes) with four
+// keys (k0-k3: their 16 bytes): per key a vpmovsxbw shared by the rows, then per row vpmaddwd
+// and vpaddd into acc[k] (row 0) or acc[4 + k] (row 1). One asm statement because GCC 12 compiles
+// the same intrinsics with a register copy after every add (the sum formed in the product's
+// register, then moved back): 8 of the loop's 32 instructions.
+inline void dot_step_2x4(const int8_t* k0, const int8_t* k1, const int8_t* k2, const int8_t* k3,
+                         const int16_t* q0, const int16_t* q1, __m256i (&acc)[8]) {
+    __m256i a, b, w, t;
+    // clang-format off
+#define LMRUN_DOT_KEY(K, S0, S1)            \
+    "vpmovsxbw " K ", %[w]\n\t"             \
+    "vpmaddwd %[a], %[w], %[t]\n\t"         \
+    "vpmaddwd %[b], %[w], %[w]\n\t"         \
+    "vpaddd %[t], " S0 ", " S0 "\n\t"       \
+    "vpaddd %[w], " S1 ", " S1 "\n\t"
+    __asm__("vmovdqu %[q0], %[a]\n\t"
+            "vmovdqu %[q1], %[b]\n\t"
+            LMRUN_DOT_KEY("%[k0]", "%[s0]", "%[s4]")
+            LMRUN_DOT_KEY("%[k1]", "%[s1]", "%[s5]")
+            LMRUN_DOT_KEY("%[k2]", "%[s2]", "%[s6]")
+            LMRUN_DOT_KEY("%[k3]", "%[s3]", "%[s7]")
+            : [s0] "+x"(acc[0]), [s1] "+x"(acc[1]), [s2] "+x"(acc[2]), [s3] "+x"(acc[3]),
+              [s4] "+x"(acc[4]), [s5] "+x"(acc[5]), [s6] "+x"(acc[6]), [s7] "+x"(acc[7]),
+              [a] "=&x"(a), [b] "=&x"(b), [w] "=&x"(w), [t] "=&x"(t)
+            : [k0] "m"(*reinterpret_cast<const __m128i*>(k0)), [k1] "m"(*reinterpret_cast<const __m128i*>(k1)),
+              [k2] "m"(*reinterpret_cast<const __m128i*>(k2)), [k3] "m"(*reinterpret_cast<const __m128i*>(k3)),
+              [q0] "m"(*reinterpret_cast<const __m256i*>(q0)), [q1] "m"(*reinterpret_cast<const __m256i*>(q1)));
+#undef LMRUN_DOT_KEY
+    // clang-format on
+}
+
+// One key pair's P·V for two rows and 32 outputs: the pair's value rows (a: `row`, b: `row` +
+// stride) as int16, interleaved word by word (vpunpck{l,h}wd), then per row its two codes
+// (broadcast from w0, w1) times them into acc0 and acc1 (vpmaddwd, vpaddd). As asm for the same
+// reason as dot_step_2x4: from the intrinsics GCC 12 kept one of the 8 sums on the stack (a load
+// and a store per pair) and copied four others.
+inline void pv_step_2x4(const int8_t* row, int64_t stride, const uint32_t* w0, const uint32_t* w1,
+                        __m256i (&acc0)[4], __m256i (&acc1)[4]) {
+    __m256i a, b, v0, v1, v2, v3;
+    const int8_t* row_b = row + stride;
+    // clang-format off
+#define LMRUN_PV_ROW(W, S0, S1, S2, S3)           \
+    "vpbroadcastd " W ", %[a]\n\t"               \
+    "vpmaddwd %[a], %[v0], %[b]\n\t"             \
+    "vpaddd %[b], " S0 ", " S0 "\n\t"            \
+    "vpmaddwd %[a], %[v1], %[b]\n\t"             \
+    "vpaddd %[b], " S1 ", " S1 "\n\t"            \
+    "vpmaddwd %[a], %[v2], %[b]\n\t"             \
+    "vpaddd %[b], " S2 ", " S2 "\n\t"            \
+    "vpmaddwd %[a], %[v3], %[b]\n\t"             \
+    "vpaddd %[b], " S3 ", " S3 "\n\t"
+    __asm__("vpmovsxbw %[a0], %[a]\n\t"
+            "vpmovsxbw %[b0], %[b]\n\t"
+            "vpunpcklwd %[b], %[a], %[v0]\n\t"
+            "vpunpckhwd %[b], %[a], %[v1]\n\t"
+            "vpmovsxbw %[a1], %[a]\n\t"
+            "vpmovsxbw %[b1], %[b]\n\t"
+            "vpunpcklwd %[b], %[a], %[v2]\n\t"
+            "vpunpckhwd %[b], %[a], %[v3]\n\t"
+            LMRUN_PV_ROW("%[w0]", "%[s00]", "%[s01]", "%[s02]", "%[s03]")
+            LMRUN_PV_ROW("%[w1]", "%[s10]", "%[s11]", "%[s12]", "%[s13]")
+            : [s00] "+x"(acc0[0]), [s01] "+x"(acc0[1]), [s02] "+x"(acc0[2]), [s03] "+x"(acc0[3]),
+              [s10] "+x"(acc1[0]), [s11] "+x"(acc1[1]), [s12] "+x"(acc1[2]), [s13] "+x"(acc1[3]),
+              [a] "=&x"(a), [b] "=&x"(b), [v0] "=&x"(v0), [v1] "=&x"(v1), [v2] "=&x"(v2), [v3] "=&x"(v3)
+            : [a0] "m"(*reinterpret_cast<const __m128i*>(row)),
+              [a1] "m"(*reinterpret_cast<const __m128i*>(row + 16)),
+              [b0] "m"(*reinterpret_cast<const __m128i*>(row_b)),
+              [b1] "m"(*reinterpret_cast<const __m128i*>(row_b + 16)), [w0] "m"(*w0), [w1] "m"(*w1));
+#undef LMRUN_PV_ROW
+    // clang-format on
+}
+
 template <int64_t D>
 struct Int8MaddDecodeAvx2 {
     static_assert(D % 32 == 0);
@@ -109,22 +188,55 @@ struct Int8MaddDecodeAvx2 {
 #pragma GCC unroll 8
             for (__m256i& a : acc) a = _mm256_setzero_si256();
             prefetch.step();
-            for (int64_t d = 0; d < D; d += 16) {
+            if constexpr (R == 2) {
+                for (int64_t d = 0; d < D; d += 16)
+                    dot_step_2x4(key[0] + d, key[1] + d, key[2] + d, key[3] + d, q16 + d, q16 + D + d, acc);
+            } else {
+                // Not unrolled: GCC 12, unrolling the D / 16 steps, keeps q on the stack and stores
+                // every product there before its add.
+#pragma GCC unroll 1
+                for (int64_t d = 0; d < D; d += 16) {
+                    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q16 + d));
 #pragma GCC unroll 8
-                for (int k = 0; k < kKeys; ++k) {
-                    const __m256i words = load_words(key[k] + d);
-#pragma GCC unroll 2
-                    for (int r = 0; r < R; ++r) {
-                        const __m256i q =
-                            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q16 + r * D + d));
-                        acc[r * kKeys + k] =
-                            _mm256_add_epi32(acc[r * kKeys + k], _mm256_madd_epi16(words, q));
-                    }
+                    for (int k = 0; k < kKeys; ++k)
+                        acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(load_words(key[k] + d), q));
                 }
             }
-            alignas(32) int32_t sums[8];
-            _mm256_store_si256(reinterpret_cast<__m256i*>(sums), reduce8_epi32(acc));
-            for (int i = 0; i < 8; ++i) dots[i / kKeys][j0 + i % kKeys] = sums[i];
+            // Lane r * kKeys + k of the sums is dots[r][j0 + k]: a store of kKeys lanes per row (GCC
+            // made the element-wise copy a chain of lane extracts and inserts).
+            const __m256i sums = reduce8_epi32(acc);
+            if constexpr (R == 1) {
+                _mm256_store_si256(reinterpret_cast<__m256i*>(dots[0] + j0), sums);
+            } else {
+                _mm_store_si128(reinterpret_cast<__m128i*>(dots[0] + j0), _mm256_castsi256_si128(sums));
+                _mm_store_si128(reinterpret_cast<__m128i*>(dots[1] + j0), _mm256_extracti128_si256(sums, 1));
+            }
+        }
+    }
+
+    // One key pair's P·V for R rows and 32 outputs: `row` is the pair's first value row (the
+    // second one is `stride` further, or zeros when Pair is false: an odd last key), `weights` the
+    // pair's codes in row 0 (row r's are r · kKeyChunk / 2 dwords further).
+    template <int R, bool Pair>
+    static void pv_pair(const int8_t* row, int64_t stride, const uint32_t* weights, __m256i (&acc)[R][4]) {
+        if constexpr (R == 2 && Pair) {
+            pv_step_2x4(row, stride, weights, weights + kKeyChunk / 2, acc[0], acc[1]);
+            return;
+        }
+        __m256i v[4];
+#pragma GCC unroll 2
+        for (int64_t half = 0; half < 2; ++half) {
+            const __m256i a = load_words(row + 16 * half);
+            const __m256i b = Pair ? load_words(row + stride + 16 * half) : _mm256_setzero_si256();
+            v[2 * half] = _mm256_unpacklo_epi16(a, b);
+            v[2 * half + 1] = _mm256_unpackhi_epi16(a, b);
+        }
+#pragma GCC unroll 2
+        for (int r = 0; r < R; ++r) {
+            const __m256i w = _mm256_set1_epi32(int32_t(weights[r * kKeyChunk / 2]));
+#pragma GCC unroll 4
+            for (int64_t c = 0; c < 4; ++c)
+                acc[r][c] = _mm256_add_epi32(acc[r][c], _mm256_madd_epi16(v[c], w));
         }
     }
 
@@ -171,26 +283,13 @@ struct Int8MaddDecodeAvx2 {
 #pragma GCC unroll 4
                 for (int64_t c = 0; c < 4; ++c) acc[r][c] = _mm256_setzero_si256();
             prefetch.step();
-            for (int64_t g = 0; 2 * g < count; ++g) {
-                const int8_t* row = values + 2 * g * stride + d0;
-                // An odd last key pairs with zeros (its partner's weight is 0 too).
-                const bool pair = 2 * g + 1 < count;
-                __m256i v[4];
-#pragma GCC unroll 2
-                for (int64_t half = 0; half < 2; ++half) {
-                    const __m256i a = load_words(row + 16 * half);
-                    const __m256i b = pair ? load_words(row + stride + 16 * half) : _mm256_setzero_si256();
-                    v[2 * half] = _mm256_unpacklo_epi16(a, b);
-                    v[2 * half + 1] = _mm256_unpackhi_epi16(a, b);
-                }
-#pragma GCC unroll 2
-                for (int r = 0; r < R; ++r) {
-                    const __m256i weights = _mm256_set1_epi32(int32_t(p_pairs[r][g]));
-#pragma GCC unroll 4
-                    for (int64_t c = 0; c < 4; ++c)
-                        acc[r][c] = _mm256_add_epi32(acc[r][c], _mm256_madd_epi16(v[c], weights));
-                }
-            }
+            const int64_t full_pairs = count / 2;
+            for (int64_t g = 0; g < full_pairs; ++g)
+                pv_pair<R, true>(values + 2 * g * stride + d0, stride, p_pairs[0] + g, acc);
+            // An odd last key pairs with zeros (its partner's weight is 0 too).
+            if (count % 2 != 0)
+                pv_pair<R, false>(values + 2 * full_pairs * stride + d0, stride, p_pairs[0] + full_pairs,
+                                  acc);
 #pragma GCC unroll 2
             for (int r = 0; r < R; ++r) {
                 const __m256 unit = _mm256_set1_ps(p_unit[r]);
