@@ -27,13 +27,6 @@
 // 7.8-10.2 -> 4.9-6.3 ms). Into L1 or L2 made no difference there; a step per 16 dims and
 // value pair (the BF16 tile's finer spread) was slower (0.63-0.97x), and so were two or three
 // chunks ahead instead of one (0.9-0.95x, `lmrun bench`'s 256-token blocks).
-// The two-row dot step and P·V pair step are inline asm (dot_step_2x4, pv_step_2x4): GCC 12 gave
-// the dot loop a register copy per add and P·V a sum kept on the stack. Zen 3, 2 threads, old
-// and new tile in one process alternating (30 pairs, medians, results bit-identical): batch 8
-// at 4096 tokens (KV from DRAM) 1.06x, batch 64 at 128 1.10x, KV in L2/L3 1.06-1.14x. Larger
-// chunks (32 or 64 keys per softmax step, amortising its horizontal reductions and quantizing)
-// measured 1.15-1.27x with the KV in cache but 0.9-1.05x from DRAM (a bigger unprefetched first
-// chunk; a KV head's value rows, a token row apart, collide in L1's sets past 16 keys): kept 16.
 // The outputs go back to head order by lane permutes (unpacked_order_avx2.h) and the chunk's
 // scales are read by pointer; `lmrun bench --profile`, Zen 3, int8 weights and KV, decode batch
 // 8 at 2048 tokens, paged attention per step: 75-83 ms before (4 runs), 66-68 ms after (2).
@@ -42,6 +35,15 @@
 // at a time removes the spill, and with the two changes above it measured 0.92x the time per
 // decode case in kernel_bench (KV in cache, 4 rounds), but in the model runs above 73-90 ms
 // (4 runs): the value loads were no longer in flight together.
+// Since then the two-row dot step and P·V pair step are inline asm (dot_step_2x4, pv_step_2x4),
+// which keeps all 8 P·V sums in registers with a pair's four value loads ahead of its
+// vpmaddwd: GCC 12 gave the dot loop a register copy per add and P·V that stored sum. Zen 3, 2
+// threads, old and new tile in one process alternating (30 pairs, medians, results
+// bit-identical): batch 8 at 4096 tokens (KV from DRAM) 1.06x, batch 64 at 128 1.10x, KV in L2/L3
+// 1.06-1.14x. Larger chunks (32 or 64 keys per softmax step, amortising its horizontal reductions
+// and quantizing) measured 1.15-1.27x with the KV in cache but 0.9-1.05x from DRAM (a bigger
+// unprefetched first chunk; a KV head's value rows, a token row apart, collide in L1's sets past
+// 16 keys): kept 16.
 #include <immintrin.h>
 
 #include "kernels/attention_softmax_avx2.h"
