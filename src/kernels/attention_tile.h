@@ -176,7 +176,8 @@ inline void walk_decode_chunks(const AttentionArgs& a, const AttentionTile& w, i
 // over 768 steps at d=128, 8 KV heads) issue one pair per step and be done two thirds into the
 // chunk. Zen 3, 2 threads, KV from DRAM, both forms in one process alternating: BF16 cache
 // 1.10-1.18x per decode case (batch 1 at 1024 and 4096 tokens, 8 at 128 and 4096, 32 and 64 at
-// 128); the int8 tiles' counts divide evenly (256 lines over 64 steps), unchanged. Bunching the
+// 128); the int8 tiles' counts divide evenly (256 lines over 64 steps on AVX2, 128 on AVX-512
+// VNNI, for Qwen3-0.6B's shape and power-of-two ones generally): unchanged. Bunching the
 // same lines into fewer steps (2x or 4x the rate) measured 0.63-0.81x, and issuing them in the
 // order the tile reads them (head by head) instead of by address 0.54-0.71x.
 class ChunkPrefetch {
