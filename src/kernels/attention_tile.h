@@ -198,10 +198,9 @@ class ChunkPrefetch {
         v_ = static_cast<const char*>(cache.v) + first;
     }
     void step() {
+        const int64_t due_before = int64_t(due_ >> 32);  // issued by the steps before
         due_ += lines_per_step_;
-        const int64_t lines = int64_t(due_ >> 32) - issued_;
-        issued_ += lines;
-        for (int64_t i = 0; i < lines && left_ > 0; ++i, --left_) {
+        for (int64_t i = due_before; i < int64_t(due_ >> 32) && left_ > 0; ++i, --left_) {
             prefetch_kv_line(k_, into_l2_);
             prefetch_kv_line(v_, into_l2_);
             k_ += 64, v_ += 64;
@@ -214,7 +213,6 @@ class ChunkPrefetch {
     const char* v_ = nullptr;
     int64_t line_ = 0, token_lines_ = 0, token_skip_ = 0, left_ = 0;
     uint64_t lines_per_step_ = 0, due_ = 0;  // 32.32 fixed point: lines per step, lines due so far
-    int64_t issued_ = 0;
     bool into_l2_ = false;
 };
 
